@@ -1,0 +1,267 @@
+//! Bounding a JSON Schema so that the grammar itself forces every object closed.
+//!
+//! A token mask keeps output valid but cannot end a string: a small model under greedy
+//! decoding happily loops inside `"answer"` until `max_tokens` runs out. Every string
+//! without a `maxLength` and every array without a `maxItems` gets one here. The defaults
+//! are then shrunk (never below a floor, and never touching bounds the caller wrote) until
+//! the longest object the schema admits fits the token budget at a conservative
+//! characters-per-token ratio.
+
+use serde_json::{Map, Value};
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Bounds {
+    /// `maxLength` given to strings that have none.
+    pub max_string_len: u64,
+    /// `maxItems` given to arrays that have none.
+    pub max_items: u64,
+    /// Smallest `maxLength` the budget fitting may shrink an added bound to.
+    pub min_string_len: u64,
+    /// Characters per token assumed when fitting the budget (English JSON from SmolLM2's
+    /// tokenizer averages ~3.5; 2.5 leaves room for numbers, punctuation and non-ASCII).
+    pub chars_per_token: f64,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            max_string_len: 240,
+            max_items: 5,
+            min_string_len: 24,
+            chars_per_token: 2.5,
+        }
+    }
+}
+
+/// One bound the engine added, for `--explain`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AddedBound {
+    /// JSON pointer of the subschema.
+    pub at: String,
+    pub keyword: &'static str,
+    pub value: u64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BoundedSchema {
+    pub schema: Value,
+    pub added: Vec<AddedBound>,
+    /// Longest serialisation (in characters) the bounded schema admits, if finite.
+    pub worst_case_chars: Option<u64>,
+}
+
+/// Adds the missing bounds to `schema`, fitted to `max_tokens`.
+pub fn bound_schema(schema: &Value, bounds: &Bounds, max_tokens: usize) -> BoundedSchema {
+    let budget_chars = (max_tokens as f64 * bounds.chars_per_token) as u64;
+    let mut string_len = bounds.max_string_len;
+    loop {
+        let mut out = schema.clone();
+        let mut added = Vec::new();
+        add_bounds(&mut out, "", string_len, bounds.max_items, &mut added);
+        let worst = worst_case_chars(&out, &out, 0);
+        let fits = worst.is_some_and(|w| w <= budget_chars);
+        if fits || string_len <= bounds.min_string_len || added.is_empty() {
+            return BoundedSchema {
+                schema: out,
+                added,
+                worst_case_chars: worst,
+            };
+        }
+        string_len = (string_len * 3 / 4).max(bounds.min_string_len);
+    }
+}
+
+fn is_type(obj: &Map<String, Value>, ty: &str) -> bool {
+    match obj.get("type") {
+        Some(Value::String(t)) => t == ty,
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == ty),
+        _ => false,
+    }
+}
+
+fn add_bounds(v: &mut Value, at: &str, max_len: u64, max_items: u64, added: &mut Vec<AddedBound>) {
+    let Value::Object(obj) = v else { return };
+    let constant = obj.contains_key("enum") || obj.contains_key("const");
+    if is_type(obj, "string") && !constant && !obj.contains_key("maxLength") {
+        let floor = obj.get("minLength").and_then(Value::as_u64).unwrap_or(0);
+        let value = max_len.max(floor);
+        obj.insert("maxLength".into(), value.into());
+        added.push(AddedBound {
+            at: at.to_string(),
+            keyword: "maxLength",
+            value,
+        });
+    }
+    if is_type(obj, "array") && !constant && !obj.contains_key("maxItems") {
+        let floor = obj.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+        let value = max_items.max(floor);
+        obj.insert("maxItems".into(), value.into());
+        added.push(AddedBound {
+            at: at.to_string(),
+            keyword: "maxItems",
+            value,
+        });
+    }
+    for (key, child) in obj.iter_mut() {
+        let here = format!("{at}/{key}");
+        match key.as_str() {
+            "items" | "additionalProperties" | "additionalItems" | "not" => match child {
+                Value::Array(xs) => {
+                    for (i, x) in xs.iter_mut().enumerate() {
+                        add_bounds(x, &format!("{here}/{i}"), max_len, max_items, added)
+                    }
+                }
+                _ => add_bounds(child, &here, max_len, max_items, added),
+            },
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                if let Value::Array(xs) = child {
+                    for (i, x) in xs.iter_mut().enumerate() {
+                        add_bounds(x, &format!("{here}/{i}"), max_len, max_items, added)
+                    }
+                }
+            }
+            "properties" | "$defs" | "definitions" | "patternProperties" => {
+                if let Value::Object(m) = child {
+                    for (k, x) in m.iter_mut() {
+                        add_bounds(x, &format!("{here}/{k}"), max_len, max_items, added)
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Longest JSON text (no insignificant whitespace) a schema admits; None if unbounded or
+/// too intricate to say (then only `max_tokens` stops generation).
+fn worst_case_chars(v: &Value, root: &Value, depth: usize) -> Option<u64> {
+    if depth > 32 {
+        return None;
+    }
+    let obj = match v {
+        Value::Bool(true) => return None,
+        Value::Bool(false) => return Some(0),
+        Value::Object(o) => o,
+        _ => return None,
+    };
+    if let Some(Value::String(r)) = obj.get("$ref") {
+        let target = r.strip_prefix('#').and_then(|p| root.pointer(p))?;
+        return worst_case_chars(target, root, depth + 1);
+    }
+    if let Some(c) = obj.get("const") {
+        return Some(c.to_string().len() as u64);
+    }
+    if let Some(Value::Array(xs)) = obj.get("enum") {
+        return xs.iter().map(|x| x.to_string().len() as u64).max();
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(xs)) = obj.get(key) {
+            let mut best = 0;
+            for x in xs {
+                best = best.max(worst_case_chars(x, root, depth + 1)?);
+            }
+            return Some(best);
+        }
+    }
+    let types: Vec<&str> = match obj.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => return None,
+    };
+    let mut worst = 0;
+    for t in types {
+        let w = match t {
+            "null" | "boolean" => 5,
+            // Numbers are unbounded in principle; a model writes short ones. The token
+            // budget remains the hard stop.
+            "integer" | "number" => 24,
+            // Every character could need an escape (two characters).
+            "string" => 2 * obj.get("maxLength")?.as_u64()? + 2,
+            "array" => {
+                let n = obj.get("maxItems")?.as_u64()?;
+                let item = worst_case_chars(obj.get("items")?, root, depth + 1)?;
+                2 + n * (item + 1)
+            }
+            "object" => {
+                if obj.get("additionalProperties") != Some(&Value::Bool(false)) {
+                    return None;
+                }
+                let mut w = 2;
+                if let Some(Value::Object(props)) = obj.get("properties") {
+                    for (k, s) in props {
+                        w += k.len() as u64 + 4 + worst_case_chars(s, root, depth + 1)?;
+                    }
+                }
+                w
+            }
+            _ => return None,
+        };
+        worst = worst.max(w);
+    }
+    Some(worst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn adds_bounds_only_where_missing_and_never_loosens() {
+        let s = json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "a": {"type": "string"},
+                "b": {"type": "string", "maxLength": 7},
+                "c": {"type": "array", "items": {"type": "string", "enum": ["x"]}},
+                "d": {"type": "array", "maxItems": 2, "items": {"type": ["string", "null"]}},
+                "e": {"type": "string", "minLength": 500}
+            }
+        });
+        let b = bound_schema(&s, &Bounds::default(), 100_000);
+        let p = &b.schema["properties"];
+        assert_eq!(p["a"]["maxLength"], 240);
+        assert_eq!(p["b"]["maxLength"], 7);
+        assert_eq!(p["c"]["maxItems"], 5);
+        assert!(
+            p["c"]["items"].get("maxLength").is_none(),
+            "enums are already bounded"
+        );
+        assert_eq!(p["d"]["maxItems"], 2);
+        assert_eq!(p["d"]["items"]["maxLength"], 240);
+        assert_eq!(
+            p["e"]["maxLength"], 500,
+            "never below the caller's minLength"
+        );
+        let at: Vec<_> = b.added.iter().map(|a| a.at.as_str()).collect();
+        assert!(at.contains(&"/properties/a") && at.contains(&"/properties/d/items"));
+        assert!(b.worst_case_chars.is_some());
+    }
+
+    #[test]
+    fn shrinks_added_string_bounds_to_fit_a_small_budget() {
+        let s = json!({
+            "type": "object", "additionalProperties": false,
+            "properties": {"a": {"type": "string"}, "b": {"type": "string"}}
+        });
+        let big = bound_schema(&s, &Bounds::default(), 4096);
+        let small = bound_schema(&s, &Bounds::default(), 100);
+        let len = |b: &BoundedSchema| b.schema["properties"]["a"]["maxLength"].as_u64().unwrap();
+        assert_eq!(len(&big), 240);
+        assert!(len(&small) < 240 && len(&small) >= 24, "{}", len(&small));
+        assert!(small.worst_case_chars.unwrap() <= 250 || len(&small) == 24);
+    }
+
+    #[test]
+    fn follows_refs_and_defs() {
+        let s = json!({
+            "$defs": {"s": {"type": "string"}},
+            "type": "object", "additionalProperties": false,
+            "properties": {"x": {"$ref": "#/$defs/s"}}
+        });
+        let b = bound_schema(&s, &Bounds::default(), 4096);
+        assert_eq!(b.schema["$defs"]["s"]["maxLength"], 240);
+        assert_eq!(b.worst_case_chars, Some(2 + 1 + 4 + 482));
+    }
+}

@@ -1,0 +1,217 @@
+//! The LLM runtime: GGUF loading (memory-mapped), one module per model family, the
+//! tokenizer and chat template from the file's own metadata, sampling, and the decoding
+//! loop. Knows nothing of schemas beyond the `Constraint` it is handed.
+
+pub mod chat_template;
+pub mod generate;
+pub mod gguf;
+pub mod llama;
+pub mod sampling;
+pub mod tokenizer;
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use candle_core::quantized::GgmlDType;
+use candle_core::Device;
+use tokenizers::Tokenizer;
+
+use crate::constrain::GrammarEngine;
+use crate::models::VerifiedModel;
+use chat_template::{ChatTemplate, Message};
+
+/// GGUF `general.architecture` values with a model module. Adding a family (qwen2, phi3,
+/// gemma3) means one module implementing `CausalLm` and one arm in `Llm::load_path`.
+pub const SUPPORTED_ARCHITECTURES: &[&str] = &["llama"];
+
+/// A causal language model with its own KV cache.
+pub trait CausalLm: Send {
+    /// Feeds `tokens` at positions `pos..pos + tokens.len()` (`pos` must equal the number
+    /// of tokens already cached) and returns the logits for the next token.
+    fn forward(&mut self, tokens: &[u32], pos: usize) -> Result<Vec<f32>>;
+    /// Empties the KV cache.
+    fn reset(&mut self);
+    /// Keeps only the first `len` cached tokens (prompt-prefix reuse).
+    fn truncate(&mut self, len: usize);
+    fn n_vocab(&self) -> usize;
+    fn n_ctx(&self) -> usize;
+}
+
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Weight type for decoding matmuls. Q8_0 has SIMD kernels and loses nothing measurable
+    /// against the shipped Q4_1 (which has no SIMD kernel in candle).
+    pub decode_dtype: GgmlDType,
+    /// Keep f32 copies of linear weights for prompt processing (f32 GEMM is much faster
+    /// than quantized matmul over many rows). Costs 4 bytes per parameter.
+    pub prefill_f32: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            decode_dtype: GgmlDType::Q8_0,
+            prefill_f32: true,
+        }
+    }
+}
+
+impl LoadOptions {
+    /// Defaults, overridable with `SEXTANT_DECODE_QUANT` (q8_0, q4_0, f16, f32) and
+    /// `SEXTANT_PREFILL_F32` (0/1) for benchmarking.
+    pub fn from_env() -> Result<Self> {
+        let mut o = LoadOptions::default();
+        if let Ok(q) = std::env::var("SEXTANT_DECODE_QUANT") {
+            o.decode_dtype = match q.to_ascii_lowercase().as_str() {
+                "q8_0" => GgmlDType::Q8_0,
+                "q4_0" => GgmlDType::Q4_0,
+                "f16" => GgmlDType::F16,
+                "f32" => GgmlDType::F32,
+                other => bail!("SEXTANT_DECODE_QUANT={other}: use q8_0, q4_0, f16 or f32"),
+            };
+        }
+        if let Ok(v) = std::env::var("SEXTANT_PREFILL_F32") {
+            o.prefill_f32 = v != "0";
+        }
+        Ok(o)
+    }
+}
+
+/// Sets the size of candle's CPU thread pools. Must run before the first tensor op: the
+/// pools are global and sized once. Every pool (rayon for GEMM, candle's barrier pool for
+/// quantized matmul) gets the same count, so they never oversubscribe the cores.
+pub fn configure_threads(threads: Option<usize>) {
+    let n = threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    // SAFETY (edition 2021: set_var is safe): called at start-up, before any thread that
+    // could read the environment is spawned.
+    std::env::set_var("RAYON_NUM_THREADS", n.to_string());
+    std::env::set_var("CANDLE_NUM_THREADS", n.to_string());
+}
+
+pub fn threads() -> usize {
+    candle_core::utils::get_num_threads()
+}
+
+/// The device the LLM runs on: the first CUDA GPU when built with `--features cuda` and
+/// one is present, else the CPU.
+pub fn select_device() -> Result<Device> {
+    #[cfg(feature = "cuda")]
+    {
+        if std::env::var("SEXTANT_CPU").is_err() {
+            return Ok(Device::cuda_if_available(0)?);
+        }
+    }
+    Ok(Device::Cpu)
+}
+
+/// A loaded LLM with everything needed to prompt it and constrain its output.
+pub struct Llm {
+    pub name: String,
+    pub architecture: String,
+    pub model: Box<dyn CausalLm>,
+    pub tokenizer: Tokenizer,
+    pub template: ChatTemplate,
+    /// Tokens that end a turn (SmolLM2: `<|im_end|>` and `<|endoftext|>`).
+    pub eos: Vec<u32>,
+    pub grammar: GrammarEngine,
+    pub load_ms: f64,
+    pub device: Device,
+}
+
+impl Llm {
+    pub fn load(model: &VerifiedModel, opts: &LoadOptions) -> Result<Self> {
+        Self::load_path(&model.main_file(), &model.spec.name, opts)
+    }
+
+    pub fn load_path(path: &Path, name: &str, opts: &LoadOptions) -> Result<Self> {
+        let start = Instant::now();
+        let device = select_device()?;
+        let file = gguf::GgufFile::open(path)?;
+        let architecture = file.architecture()?;
+        let model: Box<dyn CausalLm> = match architecture.as_str() {
+            "llama" => Box::new(llama::Llama::from_gguf(&file, opts, &device)?),
+            other => bail!(
+                "{}: architecture '{other}' is not supported yet (supported: {})",
+                path.display(),
+                SUPPORTED_ARCHITECTURES.join(", ")
+            ),
+        };
+        let tokenizer = tokenizer::from_gguf(&file)?;
+        let token_str = |key: &str| -> Option<String> {
+            let id = file.u32(key).ok()?;
+            tokenizer.id_to_token(id)
+        };
+        let bos = token_str("tokenizer.ggml.bos_token_id").unwrap_or_default();
+        let eos_tok = token_str("tokenizer.ggml.eos_token_id").unwrap_or_default();
+        let template_src = file
+            .get("tokenizer.chat_template")
+            .and_then(|v| v.to_string().ok())
+            .cloned()
+            .unwrap_or_else(|| {
+                tracing::warn!("{} has no chat template; using ChatML", path.display());
+                chat_template::CHATML.to_string()
+            });
+        let template = ChatTemplate::new(&template_src, &bos, &eos_tok)
+            .with_context(|| format!("{}: chat template", path.display()))?;
+        let mut eos: Vec<u32> = Vec::new();
+        if let Ok(id) = file.u32("tokenizer.ggml.eos_token_id") {
+            eos.push(id);
+        }
+        for t in [
+            "<|im_end|>",
+            "<|endoftext|>",
+            "<|eot_id|>",
+            "<end_of_turn>",
+            "<|end|>",
+        ] {
+            if let Some(id) = tokenizer.token_to_id(t) {
+                if !eos.contains(&id) {
+                    eos.push(id);
+                }
+            }
+        }
+        if eos.is_empty() {
+            bail!("{}: no end-of-sequence token found", path.display());
+        }
+        let llm = Self::from_parts(name, &architecture, model, tokenizer, template, eos, device)?;
+        Ok(Llm {
+            load_ms: start.elapsed().as_secs_f64() * 1e3,
+            ..llm
+        })
+    }
+
+    /// Assembles an `Llm` from parts (tests build tiny random models this way).
+    pub fn from_parts(
+        name: &str,
+        architecture: &str,
+        model: Box<dyn CausalLm>,
+        tokenizer: Tokenizer,
+        template: ChatTemplate,
+        eos: Vec<u32>,
+        device: Device,
+    ) -> Result<Self> {
+        let grammar = GrammarEngine::new(&tokenizer, &eos, model.n_vocab())?;
+        Ok(Llm {
+            name: name.to_string(),
+            architecture: architecture.to_string(),
+            model,
+            tokenizer,
+            template,
+            eos,
+            grammar,
+            load_ms: 0.0,
+            device,
+        })
+    }
+
+    /// Renders the chat and tokenizes it, ready for generation.
+    pub fn chat_tokens(&self, messages: &[Message]) -> Result<Vec<u32>> {
+        let text = self.template.render(messages, true)?;
+        tokenizer::encode(&self.tokenizer, &text)
+    }
+}

