@@ -110,6 +110,9 @@ struct GenerateArgs {
     /// `maxLength` added to strings that have none.
     #[arg(long, default_value_t = Bounds::default().max_string_len)]
     max_string_len: u64,
+    /// `maxLength` added to strings inside arrays that have none.
+    #[arg(long, default_value_t = Bounds::default().max_item_string_len)]
+    max_item_string_len: u64,
     /// `maxItems` added to arrays that have none.
     #[arg(long, default_value_t = Bounds::default().max_items)]
     max_items: u64,
@@ -119,8 +122,12 @@ struct GenerateArgs {
     /// Print the bounds added to the schema, timings and the validation report to stderr.
     #[arg(long)]
     explain: bool,
+    /// Use the built-in schema's example system message and prompt (for demos).
+    #[arg(long, requires = "schema")]
+    example: bool,
     /// The user prompt.
-    prompt: String,
+    #[arg(required_unless_present = "example")]
+    prompt: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -233,13 +240,22 @@ fn generate(store: &ModelStore, llm_name: Option<&str>, args: GenerateArgs) -> R
     } else {
         bail!("give one of --schema FILE, --grammar FILE.lark or --regex REGEX");
     };
+    let (mut system, mut prompt) = (args.system.clone(), args.prompt.clone());
+    if args.example {
+        let name = args.schema.as_deref().unwrap_or_default();
+        let b = sextant::schemas::find(name)
+            .with_context(|| format!("--example: '{name}' is not a built-in schema"))?;
+        system = system.or(Some(b.system.to_string()));
+        prompt = prompt.or(Some(b.example_prompt.to_string()));
+        eprintln!("prompt: {}", prompt.as_deref().unwrap_or_default());
+    }
     let model = store.resolve(Role::Llm, llm_name)?;
     let mut llm = Llm::load(&model, &LoadOptions::from_env()?)?;
     let mut messages = Vec::new();
-    if let Some(s) = &args.system {
+    if let Some(s) = &system {
         messages.push(Message::new("system", s));
     }
-    messages.push(Message::new("user", &args.prompt));
+    messages.push(Message::new("user", prompt.as_deref().unwrap_or_default()));
     let req = StructuredRequest {
         messages,
         output,
@@ -254,6 +270,7 @@ fn generate(store: &ModelStore, llm_name: Option<&str>, args: GenerateArgs) -> R
         },
         bounds: Bounds {
             max_string_len: args.max_string_len,
+            max_item_string_len: args.max_item_string_len,
             max_items: args.max_items,
             ..Bounds::default()
         },

@@ -13,22 +13,26 @@ use serde_json::{Map, Value};
 pub struct Bounds {
     /// `maxLength` given to strings that have none.
     pub max_string_len: u64,
+    /// `maxLength` given to strings inside arrays that have none (they multiply by
+    /// `maxItems`, so they get less room than top-level fields).
+    pub max_item_string_len: u64,
     /// `maxItems` given to arrays that have none.
     pub max_items: u64,
     /// Smallest `maxLength` the budget fitting may shrink an added bound to.
     pub min_string_len: u64,
     /// Characters per token assumed when fitting the budget (English JSON from SmolLM2's
-    /// tokenizer averages ~3.5; 2.5 leaves room for numbers, punctuation and non-ASCII).
+    /// tokenizer averages ~3.5-4; 3 leaves room for numbers and punctuation).
     pub chars_per_token: f64,
 }
 
 impl Default for Bounds {
     fn default() -> Self {
         Bounds {
-            max_string_len: 240,
-            max_items: 5,
+            max_string_len: 400,
+            max_item_string_len: 120,
+            max_items: 4,
             min_string_len: 24,
-            chars_per_token: 2.5,
+            chars_per_token: 3.0,
         }
     }
 }
@@ -53,22 +57,40 @@ pub struct BoundedSchema {
 /// Adds the missing bounds to `schema`, fitted to `max_tokens`.
 pub fn bound_schema(schema: &Value, bounds: &Bounds, max_tokens: usize) -> BoundedSchema {
     let budget_chars = (max_tokens as f64 * bounds.chars_per_token) as u64;
-    let mut string_len = bounds.max_string_len;
+    let floor = bounds.min_string_len;
+    let mut lens = StringLens {
+        top: bounds.max_string_len.max(floor),
+        in_array: bounds.max_item_string_len.max(floor),
+    };
     loop {
         let mut out = schema.clone();
         let mut added = Vec::new();
-        add_bounds(&mut out, "", string_len, bounds.max_items, &mut added);
+        add_bounds(&mut out, "", lens, false, bounds.max_items, &mut added);
         let worst = worst_case_chars(&out, &out, 0);
         let fits = worst.is_some_and(|w| w <= budget_chars);
-        if fits || string_len <= bounds.min_string_len || added.is_empty() {
+        let at_floor = lens.top <= floor && lens.in_array <= floor;
+        if fits || at_floor || added.is_empty() {
             return BoundedSchema {
                 schema: out,
                 added,
                 worst_case_chars: worst,
             };
         }
-        string_len = (string_len * 3 / 4).max(bounds.min_string_len);
+        // Strings in arrays multiply by maxItems: shrink them first, down to half their
+        // default, then both.
+        if lens.in_array > (bounds.max_item_string_len / 2).max(floor) {
+            lens.in_array = (lens.in_array * 3 / 4).max(floor);
+        } else {
+            lens.top = (lens.top * 3 / 4).max(floor);
+            lens.in_array = (lens.in_array * 3 / 4).max(floor);
+        }
     }
+}
+
+#[derive(Clone, Copy)]
+struct StringLens {
+    top: u64,
+    in_array: u64,
 }
 
 fn is_type(obj: &Map<String, Value>, ty: &str) -> bool {
@@ -79,8 +101,16 @@ fn is_type(obj: &Map<String, Value>, ty: &str) -> bool {
     }
 }
 
-fn add_bounds(v: &mut Value, at: &str, max_len: u64, max_items: u64, added: &mut Vec<AddedBound>) {
+fn add_bounds(
+    v: &mut Value,
+    at: &str,
+    lens: StringLens,
+    in_array: bool,
+    max_items: u64,
+    added: &mut Vec<AddedBound>,
+) {
     let Value::Object(obj) = v else { return };
+    let max_len = if in_array { lens.in_array } else { lens.top };
     let constant = obj.contains_key("enum") || obj.contains_key("const");
     if is_type(obj, "string") && !constant && !obj.contains_key("maxLength") {
         let floor = obj.get("minLength").and_then(Value::as_u64).unwrap_or(0);
@@ -105,25 +135,36 @@ fn add_bounds(v: &mut Value, at: &str, max_len: u64, max_items: u64, added: &mut
     for (key, child) in obj.iter_mut() {
         let here = format!("{at}/{key}");
         match key.as_str() {
-            "items" | "additionalProperties" | "additionalItems" | "not" => match child {
+            "items" | "additionalItems" | "prefixItems" => match child {
                 Value::Array(xs) => {
                     for (i, x) in xs.iter_mut().enumerate() {
-                        add_bounds(x, &format!("{here}/{i}"), max_len, max_items, added)
+                        add_bounds(x, &format!("{here}/{i}"), lens, true, max_items, added)
                     }
                 }
-                _ => add_bounds(child, &here, max_len, max_items, added),
+                _ => add_bounds(child, &here, lens, true, max_items, added),
             },
-            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+            "additionalProperties" | "not" => {
+                add_bounds(child, &here, lens, in_array, max_items, added)
+            }
+            "anyOf" | "oneOf" | "allOf" => {
                 if let Value::Array(xs) = child {
                     for (i, x) in xs.iter_mut().enumerate() {
-                        add_bounds(x, &format!("{here}/{i}"), max_len, max_items, added)
+                        add_bounds(x, &format!("{here}/{i}"), lens, in_array, max_items, added)
                     }
                 }
             }
-            "properties" | "$defs" | "definitions" | "patternProperties" => {
+            "properties" | "patternProperties" => {
                 if let Value::Object(m) = child {
                     for (k, x) in m.iter_mut() {
-                        add_bounds(x, &format!("{here}/{k}"), max_len, max_items, added)
+                        add_bounds(x, &format!("{here}/{k}"), lens, in_array, max_items, added)
+                    }
+                }
+            }
+            // Definitions may be used anywhere: give them the tighter in-array bound.
+            "$defs" | "definitions" => {
+                if let Value::Object(m) = child {
+                    for (k, x) in m.iter_mut() {
+                        add_bounds(x, &format!("{here}/{k}"), lens, true, max_items, added)
                     }
                 }
             }
@@ -175,8 +216,9 @@ fn worst_case_chars(v: &Value, root: &Value, depth: usize) -> Option<u64> {
             // Numbers are unbounded in principle; a model writes short ones. The token
             // budget remains the hard stop.
             "integer" | "number" => 24,
-            // Every character could need an escape (two characters).
-            "string" => 2 * obj.get("maxLength")?.as_u64()? + 2,
+            // Escapes (two characters for one) are rare in prose; the token budget
+            // remains the hard stop for the rest.
+            "string" => obj.get("maxLength")?.as_u64()? + 2,
             "array" => {
                 let n = obj.get("maxItems")?.as_u64()?;
                 let item = worst_case_chars(obj.get("items")?, root, depth + 1)?;
@@ -221,15 +263,15 @@ mod tests {
         });
         let b = bound_schema(&s, &Bounds::default(), 100_000);
         let p = &b.schema["properties"];
-        assert_eq!(p["a"]["maxLength"], 240);
+        assert_eq!(p["a"]["maxLength"], 400);
         assert_eq!(p["b"]["maxLength"], 7);
-        assert_eq!(p["c"]["maxItems"], 5);
+        assert_eq!(p["c"]["maxItems"], 4);
         assert!(
             p["c"]["items"].get("maxLength").is_none(),
             "enums are already bounded"
         );
         assert_eq!(p["d"]["maxItems"], 2);
-        assert_eq!(p["d"]["items"]["maxLength"], 240);
+        assert_eq!(p["d"]["items"]["maxLength"], 120);
         assert_eq!(
             p["e"]["maxLength"], 500,
             "never below the caller's minLength"
@@ -248,9 +290,9 @@ mod tests {
         let big = bound_schema(&s, &Bounds::default(), 4096);
         let small = bound_schema(&s, &Bounds::default(), 100);
         let len = |b: &BoundedSchema| b.schema["properties"]["a"]["maxLength"].as_u64().unwrap();
-        assert_eq!(len(&big), 240);
-        assert!(len(&small) < 240 && len(&small) >= 24, "{}", len(&small));
-        assert!(small.worst_case_chars.unwrap() <= 250 || len(&small) == 24);
+        assert_eq!(len(&big), 400);
+        assert!(len(&small) < 400 && len(&small) >= 24, "{}", len(&small));
+        assert!(small.worst_case_chars.unwrap() <= 300 || len(&small) == 24);
     }
 
     #[test]
@@ -261,7 +303,7 @@ mod tests {
             "properties": {"x": {"$ref": "#/$defs/s"}}
         });
         let b = bound_schema(&s, &Bounds::default(), 4096);
-        assert_eq!(b.schema["$defs"]["s"]["maxLength"], 240);
-        assert_eq!(b.worst_case_chars, Some(2 + 1 + 4 + 482));
+        assert_eq!(b.schema["$defs"]["s"]["maxLength"], 120);
+        assert_eq!(b.worst_case_chars, Some(2 + 1 + 4 + 122));
     }
 }

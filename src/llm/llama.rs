@@ -447,3 +447,78 @@ impl CausalLm for Llama {
         self.cfg.n_ctx
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::tiny::tiny_llama;
+
+    fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max)
+    }
+
+    fn exact() -> LoadOptions {
+        // Same f32 weights on both paths, so only the attention code differs.
+        LoadOptions {
+            decode_dtype: GgmlDType::F32,
+            prefill_f32: false,
+        }
+    }
+
+    #[test]
+    fn one_forward_over_the_prompt_matches_token_by_token_decoding() {
+        let mut m = tiny_llama(3, &exact()).unwrap();
+        let toks: Vec<u32> = (0..20).map(|i| (i * 7 % 250) as u32 + 3).collect();
+        let all = m.forward(&toks, 0).unwrap();
+        m.reset();
+        let mut last = Vec::new();
+        for (i, t) in toks.iter().enumerate() {
+            last = m.forward(&[*t], i).unwrap();
+        }
+        assert!(max_diff(&all, &last) < 1e-3, "{}", max_diff(&all, &last));
+        // A prompt split in two chunks (the second one masked against a cached prefix).
+        m.reset();
+        m.forward(&toks[..12], 0).unwrap();
+        let split = m.forward(&toks[12..], 12).unwrap();
+        assert!(max_diff(&all, &split) < 1e-3, "{}", max_diff(&all, &split));
+    }
+
+    #[test]
+    fn kv_cache_growth_keeps_earlier_tokens() {
+        let mut m = tiny_llama(4, &exact()).unwrap();
+        let toks: Vec<u32> = (0..300).map(|i| (i * 13 % 250) as u32 + 3).collect();
+        let all = m.forward(&toks, 0).unwrap();
+        m.reset();
+        m.forward(&toks[..200], 0).unwrap(); // capacity 256
+        let mut last = Vec::new();
+        for (i, t) in toks.iter().enumerate().skip(200) {
+            last = m.forward(&[*t], i).unwrap(); // grows past 256
+        }
+        assert!(max_diff(&all, &last) < 1e-3, "{}", max_diff(&all, &last));
+    }
+
+    #[test]
+    fn quantized_decoding_stays_close_to_f32() {
+        let toks: Vec<u32> = (0..10).map(|i| i + 40).collect();
+        let mut f = tiny_llama(5, &exact()).unwrap();
+        let mut q = tiny_llama(5, &LoadOptions::default()).unwrap();
+        let a = f.forward(&toks, 0).unwrap();
+        let b = q.forward(&toks, 0).unwrap();
+        let scale = a.iter().map(|x| x.abs()).fold(0.0, f32::max);
+        assert!(
+            max_diff(&a, &b) < 0.05 * scale,
+            "{} vs {scale}",
+            max_diff(&a, &b)
+        );
+    }
+
+    #[test]
+    fn rejects_a_position_that_does_not_match_the_cache() {
+        let mut m = tiny_llama(6, &exact()).unwrap();
+        m.forward(&[5, 6], 0).unwrap();
+        assert!(m.forward(&[7], 5).is_err());
+    }
+}

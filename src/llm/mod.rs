@@ -7,6 +7,8 @@ pub mod generate;
 pub mod gguf;
 pub mod llama;
 pub mod sampling;
+#[cfg(test)]
+pub(crate) mod tiny;
 pub mod tokenizer;
 
 use std::path::Path;

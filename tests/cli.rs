@@ -1,0 +1,118 @@
+//! The `sextant` binary as a user runs it: stdout carries only the JSON object, errors
+//! name the problem and the fix, exit codes distinguish failures.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn sextant(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run sextant")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+#[test]
+fn generate_prints_only_a_valid_object_on_stdout() {
+    let schema_path = "schemas/routing-decision.schema.json";
+    let o = sextant(&[
+        "generate",
+        "--schema",
+        schema_path,
+        "--explain",
+        "--system",
+        "Route the build flow. Steps: build-step-3, build-step-4.",
+        "Tests: 42 passed, 0 failed. Status VERIFIED. What next?",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let value: Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON object");
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    assert!(
+        jsonschema::validator_for(&schema).unwrap().is_valid(&value),
+        "{value}"
+    );
+    let err = stderr(&o);
+    assert!(err.contains("bounds added to the schema"), "{err}");
+    assert!(err.contains("validation: parsed and valid"), "{err}");
+}
+
+#[test]
+fn stream_writes_tokens_to_stderr_and_the_object_to_stdout() {
+    let o = sextant(&[
+        "generate",
+        "--schema",
+        "interview-turn",
+        "--example",
+        "--stream",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let value: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(stderr(&o).contains("\"interview_stage\""), "{}", stderr(&o));
+    assert!(value["metadata"]["question_depth"].as_i64().unwrap() >= 1);
+}
+
+#[test]
+fn an_exhausted_budget_exits_3_with_incomplete() {
+    let o = sextant(&[
+        "generate",
+        "--schema",
+        "navigator-response",
+        "--max-tokens",
+        "10",
+        "Where is TLS configured?",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(o.stdout.is_empty(), "no partial JSON on stdout");
+    assert!(stderr(&o).contains("incomplete"), "{}", stderr(&o));
+}
+
+#[test]
+fn malformed_schema_file_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"type\": \"object\",").unwrap();
+    let o = sextant(&["generate", "--schema", bad.to_str().unwrap(), "x"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("bad.json") && err.contains("not valid JSON"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_model_names_the_model_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = sextant(&[
+        "--models",
+        dir.path().to_str().unwrap(),
+        "generate",
+        "--schema",
+        "rag-response",
+        "x",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("smollm2-135m-instruct"), "{err}");
+    assert!(err.contains("sextant models pull"), "{err}");
+}
+
+#[test]
+fn models_list_reports_the_defaults_as_verified() {
+    let o = sextant(&["models", "list", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let list: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let list = list.as_array().unwrap();
+    for name in ["smollm2-135m-instruct", "all-minilm-l6-v2"] {
+        let m = list.iter().find(|m| m["name"] == name).unwrap();
+        assert_eq!(m["state"], "verified", "{m}");
+        assert!(Path::new(m["dir"].as_str().unwrap()).is_dir());
+    }
+}
