@@ -16,6 +16,7 @@
 use anyhow::{bail, Context, Result};
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
+use rayon::prelude::*;
 
 use super::gguf::GgufFile;
 use super::{CausalLm, LoadOptions};
@@ -68,31 +69,76 @@ impl LlamaConfig {
 struct Linear {
     decode: QMatMul,
     prefill: Option<Tensor>,
+    /// Input width of the decode weights: the real width, or that rounded up to a multiple
+    /// of 256 with zero columns (see `decode_pad_k`).
+    decode_k: usize,
 }
 
 /// Below this many rows the quantized path is faster than f32 GEMM (GEMV is bandwidth
 /// bound; the f32 weights are 4× the bytes of Q8_0).
 const PREFILL_F32_MIN_ROWS: usize = 8;
 
+/// candle's repacked Q8_0 kernels (AVX512-VNNI / AVX-VNNI `vpdpbusd`, 16 columns per
+/// instruction) need the input width to be a multiple of 256; otherwise the generic AVX2
+/// dot product runs, about 3× slower per weight on this machine. SmolLM2's width is 576,
+/// so zero-padding it to 768 costs a third more multiply-adds and still wins clearly
+/// (measured: README, Performance). Returns the width to pad to, if padding applies.
+fn decode_pad_k(k: usize, n: usize, dtype: GgmlDType) -> Option<usize> {
+    let vnni = {
+        #[cfg(target_arch = "x86_64")]
+        {
+            (is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni"))
+                || is_x86_feature_detected!("avxvnni")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    };
+    let off = std::env::var("SEXTANT_PAD_K").is_ok_and(|v| v == "0");
+    if !vnni || off || dtype != GgmlDType::Q8_0 || k % 256 == 0 || n % 16 != 0 {
+        return None;
+    }
+    Some(k.div_ceil(256) * 256)
+}
+
 impl Linear {
     fn new(w: Tensor, opts: &LoadOptions) -> Result<Self> {
+        let (n, k) = w.dims2()?;
+        let pad = if w.device().is_cpu() {
+            decode_pad_k(k, n, opts.decode_dtype)
+        } else {
+            None
+        };
+        let wd = match pad {
+            Some(kp) => w.pad_with_zeros(1, 0, kp - k)?,
+            None => w.clone(),
+        };
         let decode = match opts.decode_dtype {
-            GgmlDType::F32 => QMatMul::Tensor(w.clone()),
-            GgmlDType::F16 => QMatMul::TensorF16(w.to_dtype(DType::F16)?),
-            dt => QMatMul::from_qtensor(QTensor::quantize(&w, dt)?)?,
+            GgmlDType::F32 => QMatMul::Tensor(wd),
+            GgmlDType::F16 => QMatMul::TensorF16(wd.to_dtype(DType::F16)?),
+            dt => QMatMul::from_qtensor(QTensor::quantize(&wd, dt)?)?,
         };
         let prefill = if opts.prefill_f32 && opts.decode_dtype != GgmlDType::F32 {
             Some(w)
         } else {
             None
         };
-        Ok(Linear { decode, prefill })
+        Ok(Linear {
+            decode,
+            prefill,
+            decode_k: pad.unwrap_or(k),
+        })
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let rows = x.dim(0)?;
+        let (rows, k) = x.dims2()?;
         Ok(match &self.prefill {
             Some(w) if rows >= PREFILL_F32_MIN_ROWS => x.matmul(&w.t()?)?,
+            _ if self.decode_k > k => {
+                self.decode
+                    .forward(&x.pad_with_zeros(1, 0, self.decode_k - k)?)?
+            }
             _ => self.decode.forward(x)?,
         })
     }
@@ -119,7 +165,7 @@ pub struct Llama {
     tok_embd: Tensor,
     layers: Vec<Layer>,
     out_norm: Tensor,
-    output: QMatMul,
+    output: Linear,
     cos: Tensor,
     sin: Tensor,
     cache: Vec<KvCache>,
@@ -129,8 +175,8 @@ pub struct Llama {
 }
 
 /// Weights as f32 tensors, from a GGUF file or from a random initialisation.
-trait WeightSource {
-    fn get(&mut self, name: &str) -> Result<Tensor>;
+trait WeightSource: Sync {
+    fn get(&self, name: &str) -> Result<Tensor>;
     fn has(&self, name: &str) -> bool;
 }
 
@@ -140,7 +186,7 @@ struct GgufWeights<'a> {
 }
 
 impl WeightSource for GgufWeights<'_> {
-    fn get(&mut self, name: &str) -> Result<Tensor> {
+    fn get(&self, name: &str) -> Result<Tensor> {
         // Dequantize on the CPU: re-quantisation and fusing happen there anyway.
         let q = self.file.tensor(name, &Device::Cpu)?;
         let t = q.dequantize(&Device::Cpu)?;
@@ -153,13 +199,18 @@ impl WeightSource for GgufWeights<'_> {
 
 struct RandomWeights {
     cfg: LlamaConfig,
-    rng: rand::rngs::StdRng,
+    seed: u64,
     device: Device,
 }
 
 impl WeightSource for RandomWeights {
-    fn get(&mut self, name: &str) -> Result<Tensor> {
-        use rand::Rng;
+    fn get(&self, name: &str) -> Result<Tensor> {
+        use rand::{Rng, SeedableRng};
+        // Each tensor has its own stream, so the result does not depend on load order.
+        let name_hash = name.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100000001b3)
+        });
+        let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed ^ name_hash);
         let c = &self.cfg;
         let hd = c.head_dim();
         let dims: Vec<usize> = match name.rsplit_once('.').map(|x| x.0).unwrap_or(name) {
@@ -175,9 +226,7 @@ impl WeightSource for RandomWeights {
         let data: Vec<f32> = if name.contains("norm") {
             vec![1.0; n]
         } else {
-            (0..n)
-                .map(|_| self.rng.random_range(-0.5f32..0.5))
-                .collect()
+            (0..n).map(|_| rng.random_range(-0.5f32..0.5)).collect()
         };
         Ok(Tensor::from_vec(data, dims, &self.device)?)
     }
@@ -189,29 +238,33 @@ impl WeightSource for RandomWeights {
 impl Llama {
     pub fn from_gguf(file: &GgufFile, opts: &LoadOptions, device: &Device) -> Result<Self> {
         let cfg = LlamaConfig::from_gguf(file)?;
-        let mut src = GgufWeights {
+        let src = GgufWeights {
             file,
             device: device.clone(),
         };
-        Self::build(cfg, &mut src, opts, device)
-            .with_context(|| format!("loading {}", file.path.display()))
+        let mut model = Self::build(cfg, &src, opts, device)
+            .with_context(|| format!("loading {}", file.path.display()))?;
+        // One decode step now, so kernels that repack weights on first use do it during
+        // loading rather than in the user's first answer.
+        model.forward(&[0], 0)?;
+        model.reset();
+        Ok(model)
     }
 
     /// A randomly initialised model (for tests of the decoding loop: fast, and every
     /// output must still satisfy the grammar).
     pub fn random(cfg: LlamaConfig, seed: u64, opts: &LoadOptions) -> Result<Self> {
-        use rand::SeedableRng;
-        let mut src = RandomWeights {
+        let src = RandomWeights {
             cfg: cfg.clone(),
-            rng: rand::rngs::StdRng::seed_from_u64(seed),
+            seed,
             device: Device::Cpu,
         };
-        Self::build(cfg, &mut src, opts, &Device::Cpu)
+        Self::build(cfg, &src, opts, &Device::Cpu)
     }
 
     fn build(
         cfg: LlamaConfig,
-        src: &mut dyn WeightSource,
+        src: &dyn WeightSource,
         opts: &LoadOptions,
         device: &Device,
     ) -> Result<Self> {
@@ -220,25 +273,29 @@ impl Llama {
             bail!("unsupported head layout: {cfg:?}");
         }
         let tok_embd = src.get("token_embd.weight")?;
-        let mut layers = Vec::with_capacity(cfg.n_layer);
-        for i in 0..cfg.n_layer {
-            let p = |n: &str| format!("blk.{i}.{n}.weight");
-            let wq = src.get(&p("attn_q"))?;
-            let wk = src.get(&p("attn_k"))?;
-            let wv = src.get(&p("attn_v"))?;
-            let wqkv = Tensor::cat(&[&wq, &wk, &wv], 0)?;
-            let gate = src.get(&p("ffn_gate"))?;
-            let up = src.get(&p("ffn_up"))?;
-            let gate_up = Tensor::cat(&[&gate, &up], 0)?;
-            layers.push(Layer {
-                attn_norm: src.get(&p("attn_norm"))?,
-                wqkv: Linear::new(wqkv, opts)?,
-                wo: Linear::new(src.get(&p("attn_output"))?, opts)?,
-                ffn_norm: src.get(&p("ffn_norm"))?,
-                w_gate_up: Linear::new(gate_up, opts)?,
-                w_down: Linear::new(src.get(&p("ffn_down"))?, opts)?,
-            });
-        }
+        // Layers load in parallel: dequantising, fusing and re-quantising ~135M weights
+        // (and first-touching their memory) dominates load time.
+        let layers = (0..cfg.n_layer)
+            .into_par_iter()
+            .map(|i| -> Result<Layer> {
+                let p = |n: &str| format!("blk.{i}.{n}.weight");
+                let wq = src.get(&p("attn_q"))?;
+                let wk = src.get(&p("attn_k"))?;
+                let wv = src.get(&p("attn_v"))?;
+                let wqkv = Tensor::cat(&[&wq, &wk, &wv], 0)?;
+                let gate = src.get(&p("ffn_gate"))?;
+                let up = src.get(&p("ffn_up"))?;
+                let gate_up = Tensor::cat(&[&gate, &up], 0)?;
+                Ok(Layer {
+                    attn_norm: src.get(&p("attn_norm"))?,
+                    wqkv: Linear::new(wqkv, opts)?,
+                    wo: Linear::new(src.get(&p("attn_output"))?, opts)?,
+                    ffn_norm: src.get(&p("ffn_norm"))?,
+                    w_gate_up: Linear::new(gate_up, opts)?,
+                    w_down: Linear::new(src.get(&p("ffn_down"))?, opts)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
         let out_norm = src.get("output_norm.weight")?;
         // Tied embeddings (SmolLM2) have no output.weight.
         let output_w = if src.has("output.weight") {
@@ -252,8 +309,7 @@ impl Llama {
                 prefill_f32: false,
                 ..opts.clone()
             },
-        )?
-        .decode;
+        )?;
 
         let (cos, sin) = rope_tables(&cfg, device)?;
         let mut m = Llama {
