@@ -3,7 +3,7 @@ CARGO   ?= cargo
 SEXTANT := target/release/sextant
 SCHEMAS := navigator-response rag-response routing-decision navigate-to-section interview-turn
 
-.PHONY: all build models test demo bench lint clean
+.PHONY: all build models test demo bench lint clean sample-pdf
 
 all: build
 
@@ -29,6 +29,15 @@ demo: models
 
 bench: models
 	$(SEXTANT) bench generate
+	$(SEXTANT) bench kb
+
+# Regenerates the sample KB's PDF from scripts/sample-pdf/oncall-guide.md (the PDF is
+# committed; this is only needed after editing the text). Installs fpdf2 in a venv.
+PDF_VENV := target/pdf-venv
+sample-pdf:
+	python3 -m venv $(PDF_VENV)
+	$(PDF_VENV)/bin/pip install -q -r scripts/sample-pdf/requirements.txt
+	$(PDF_VENV)/bin/python scripts/sample_pdf.py
 
 lint:
 	$(CARGO) fmt --all -- --check

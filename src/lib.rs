@@ -4,6 +4,8 @@
 
 pub mod bench;
 pub mod constrain;
+pub mod embed;
+pub mod kb;
 pub mod llm;
 pub mod models;
 pub mod schemas;

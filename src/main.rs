@@ -9,6 +9,10 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
 use sextant::constrain::bounds::Bounds;
+use sextant::embed::Embedder;
+use sextant::kb::ingest::{IngestEvent, IngestOptions, IngestReport};
+use sextant::kb::search::SearchMode;
+use sextant::kb::KnowledgeBase;
 use sextant::llm::chat_template::Message;
 use sextant::llm::sampling::SamplingParams;
 use sextant::llm::{self, Llm, LoadOptions};
@@ -44,6 +48,15 @@ enum Command {
     },
     /// Generate output that matches a JSON Schema, Lark grammar or regex.
     Generate(GenerateArgs),
+    /// Add or update documents in a knowledge base (only new or changed files are embedded).
+    Ingest(IngestArgs),
+    /// Search a knowledge base.
+    Search(SearchArgs),
+    /// Knowledge base information.
+    Kb {
+        #[command(subcommand)]
+        command: KbCommand,
+    },
     /// Benchmarks (figures, not pass/fail).
     Bench {
         #[command(subcommand)]
@@ -70,6 +83,55 @@ enum ModelsCommand {
         /// Name in the store (default: the file or folder name).
         #[arg(long)]
         name: Option<String>,
+    },
+}
+
+#[derive(Args)]
+struct KbArg {
+    /// Knowledge base: a folder path, or a name under <data dir>/sextant/kb (default: "default").
+    #[arg(long, value_name = "DIR|NAME")]
+    kb: Option<String>,
+    /// Embedding model, by name in the model store (default: the embedded MiniLM).
+    #[arg(long, value_name = "NAME")]
+    embedder: Option<String>,
+}
+
+#[derive(Args)]
+struct IngestArgs {
+    #[command(flatten)]
+    kb: KbArg,
+    /// Keep running and re-ingest when files change.
+    #[arg(long)]
+    watch: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Folders or files to ingest (paths in the KB are relative to each).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+}
+
+#[derive(Args)]
+struct SearchArgs {
+    #[command(flatten)]
+    kb: KbArg,
+    #[arg(short, default_value_t = 5)]
+    k: usize,
+    #[arg(long, value_enum, default_value_t = SearchMode::Hybrid)]
+    mode: SearchMode,
+    #[arg(long)]
+    json: bool,
+    query: String,
+}
+
+#[derive(Subcommand)]
+enum KbCommand {
+    /// Documents, sections, chunks, vectors, size, and whether the stores agree.
+    Stats {
+        #[command(flatten)]
+        kb: KbArg,
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -161,6 +223,34 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Models { command } => models(&store, command),
         Command::Generate(args) => generate(&store, cli.llm.as_deref(), args),
+        Command::Ingest(args) => ingest(&store, args),
+        Command::Search(args) => search(&store, args),
+        Command::Kb {
+            command: KbCommand::Stats { kb, json },
+        } => {
+            let mut kb = open_kb(&store, &kb)?;
+            let stats = kb.stats()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&stats)?);
+            } else {
+                println!("knowledge base  {}", stats.path.display());
+                println!("documents       {}", stats.documents);
+                println!("sections        {}", stats.sections);
+                println!("chunks          {}", stats.chunks);
+                println!("vectors         {}", stats.vectors);
+                println!("size on disk    {:.1} MB", stats.bytes_on_disk as f64 / 1e6);
+                println!("embedder        {}", stats.embedder);
+                println!(
+                    "consistent      {}",
+                    if stats.consistent {
+                        "yes"
+                    } else {
+                        "NO (reopen to repair)"
+                    }
+                );
+            }
+            Ok(())
+        }
         Command::Bench {
             command: BenchCommand::Generate(args),
         } => {
@@ -349,4 +439,130 @@ fn explain(llm: &Llm, out: &structured::StructuredOutput) {
     if out.value.is_some() {
         eprintln!("validation: parsed and valid against the schema (jsonschema crate)");
     }
+}
+
+fn open_kb(store: &ModelStore, arg: &KbArg) -> Result<KnowledgeBase> {
+    let model = store.resolve(Role::Embedding, arg.embedder.as_deref())?;
+    let embedder = std::sync::Arc::new(Embedder::load(&model)?);
+    let dir = sextant::kb::resolve_dir(arg.kb.as_deref());
+    KnowledgeBase::open(&dir, embedder)
+}
+
+fn ingest(store: &ModelStore, args: IngestArgs) -> Result<()> {
+    for p in &args.paths {
+        if !p.exists() {
+            bail!("{}: no such file or folder", p.display());
+        }
+    }
+    let mut kb = open_kb(store, &args.kb)?;
+    let opts = IngestOptions::default();
+    let report = run_ingest(&mut kb, &args.paths, &opts, args.json)?;
+    if !args.watch {
+        return Ok(());
+    }
+    let _ = report;
+    watch(&mut kb, &args.paths, &opts, args.json)
+}
+
+fn run_ingest(
+    kb: &mut KnowledgeBase,
+    paths: &[PathBuf],
+    opts: &IngestOptions,
+    json: bool,
+) -> Result<IngestReport> {
+    use indicatif::{ProgressBar, ProgressStyle};
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} files {per_sec} {msg}",
+        )
+        .unwrap(),
+    );
+    let start = std::time::Instant::now();
+    let mut chunks = 0usize;
+    let report = sextant::kb::ingest::ingest(kb, paths, opts, &mut |ev| match ev {
+        IngestEvent::Found(n) => bar.inc_length(n as u64),
+        IngestEvent::File { path, chunks: c } => {
+            chunks += c;
+            let rate = chunks as f64 / start.elapsed().as_secs_f64().max(1e-3);
+            bar.set_message(format!("{chunks} chunks ({rate:.0}/s) {path}"));
+            bar.inc(1);
+        }
+    })?;
+    bar.finish_and_clear();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "{}: {} added, {} changed, {} removed, {} unchanged, {} skipped; {} chunks embedded in {:.1} s",
+            kb.store.dir().display(),
+            report.added.len(),
+            report.changed.len(),
+            report.removed.len(),
+            report.unchanged,
+            report.skipped.len(),
+            report.chunks_embedded,
+            report.seconds
+        );
+        for (file, why) in &report.skipped {
+            println!("  skipped {file}: {why}");
+        }
+    }
+    Ok(report)
+}
+
+fn watch(
+    kb: &mut KnowledgeBase,
+    paths: &[PathBuf],
+    opts: &IngestOptions,
+    json: bool,
+) -> Result<()> {
+    use notify::{RecursiveMode, Watcher};
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+        if ev.is_ok() {
+            let _ = tx.send(());
+        }
+    })?;
+    for p in paths {
+        watcher.watch(p, RecursiveMode::Recursive)?;
+    }
+    eprintln!("watching {} path(s); Ctrl-C to stop", paths.len());
+    while rx.recv().is_ok() {
+        // Let a burst of saves settle, then re-ingest once.
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        while rx.try_recv().is_ok() {}
+        run_ingest(kb, paths, opts, json)?;
+    }
+    Ok(())
+}
+
+fn search(store: &ModelStore, args: SearchArgs) -> Result<()> {
+    let kb = open_kb(store, &args.kb)?;
+    let hits = sextant::kb::search::search(&kb, &args.query, args.k, args.mode)?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "hits": hits }))?
+        );
+        return Ok(());
+    }
+    if hits.is_empty() {
+        println!("no results (is the knowledge base empty? see `sextant kb stats`)");
+    }
+    for (i, h) in hits.iter().enumerate() {
+        let page = h.page.map(|p| format!(" p.{p}")).unwrap_or_default();
+        println!(
+            "{}. [{:.3}] {}{} § {}  ({})",
+            i + 1,
+            h.score,
+            h.file,
+            page,
+            h.section_path.join(" > "),
+            h.id
+        );
+        let snippet: String = h.text.chars().take(200).collect();
+        println!("   {}", snippet.replace('\n', " "));
+    }
+    Ok(())
 }

@@ -1,0 +1,180 @@
+//! Token-aware chunking with the embedding model's own tokenizer: no chunk exceeds the
+//! window, consecutive chunks overlap, and a chunk never crosses a section boundary (each
+//! section is chunked on its own). Chunk ends snap back to a sentence or line end when
+//! one is near, and starts never fall inside a word.
+
+use anyhow::{anyhow, Result};
+use tokenizers::Tokenizer;
+
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkParams {
+    /// Word pieces per chunk. The embedding input adds the heading path and [CLS]/[SEP],
+    /// which must still fit the model's 256-piece window.
+    pub max_tokens: usize,
+    /// Word pieces repeated at the start of the next chunk.
+    pub overlap: usize,
+}
+
+impl Default for ChunkParams {
+    fn default() -> Self {
+        ChunkParams {
+            max_tokens: 160,
+            overlap: 32,
+        }
+    }
+}
+
+/// A byte span of a section's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Splits `text` into overlapping spans of at most `max_tokens` word pieces.
+pub fn chunk_spans(tok: &Tokenizer, text: &str, p: ChunkParams) -> Result<Vec<Span>> {
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let enc = tok
+        .encode(text, false)
+        .map_err(|e| anyhow!("tokenize: {e}"))?;
+    let offsets = enc.get_offsets();
+    let pieces = enc.get_tokens();
+    let n = offsets.len();
+    if n <= p.max_tokens {
+        return Ok(vec![trimmed(text, 0, text.len())]);
+    }
+    let max = p.max_tokens.max(8);
+    let overlap = p.overlap.min(max / 2);
+    let is_word_start = |i: usize| !pieces[i].starts_with("##");
+    let mut spans = Vec::new();
+    let mut s = 0;
+    loop {
+        let mut e = (s + max).min(n);
+        if e < n {
+            // Prefer to end after a sentence or line end in the last third of the window;
+            // else at a word boundary.
+            let floor = s + max * 2 / 3;
+            let sentence_end = (floor..e).rev().find(|&j| {
+                let end = offsets[j - 1].1;
+                let prev = text[..end].chars().last();
+                matches!(prev, Some('.' | '!' | '?' | ':' | ';'))
+                    || text[end..offsets[j].0].contains('\n')
+            });
+            e = match sentence_end {
+                Some(j) => j,
+                None => (s + 1..=e).rev().find(|&j| is_word_start(j)).unwrap_or(e),
+            };
+        }
+        spans.push(trimmed(text, offsets[s].0, offsets[e - 1].1));
+        if e >= n {
+            break;
+        }
+        let mut next = e.saturating_sub(overlap).max(s + 1);
+        while next < e && !is_word_start(next) {
+            next += 1;
+        }
+        s = next;
+    }
+    Ok(spans)
+}
+
+fn trimmed(text: &str, start: usize, end: usize) -> Span {
+    let slice = &text[start..end];
+    let lead = slice.len() - slice.trim_start().len();
+    let trail = slice.len() - slice.trim_end().len();
+    Span {
+        start: start + lead,
+        end: end - trail,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use tokenizers::models::wordpiece::WordPiece;
+    use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
+
+    /// A small WordPiece tokenizer (every word a piece of up to 4 letters plus ## parts),
+    /// enough to exercise the windowing without the real model files.
+    pub(crate) fn toy_tokenizer() -> Tokenizer {
+        let mut vocab = tokenizers::models::bpe::Vocab::default();
+        let mut id = 0u32;
+        let mut add = |s: String| {
+            vocab.entry(s).or_insert_with(|| {
+                id += 1;
+                id - 1
+            });
+        };
+        add("[UNK]".into());
+        for c in ('a'..='z').chain('0'..='9') {
+            add(c.to_string());
+            add(format!("##{c}"));
+        }
+        for p in ['.', ',', ':', ';', '!', '?', '-', '/', '(', ')'] {
+            add(p.to_string());
+        }
+        let wp = WordPiece::builder()
+            .vocab(vocab)
+            .unk_token("[UNK]".into())
+            .build()
+            .unwrap();
+        let mut t = Tokenizer::new(wp);
+        t.with_pre_tokenizer(Some(BertPreTokenizer));
+        t
+    }
+
+    fn count(tok: &Tokenizer, s: &str) -> usize {
+        tok.encode(s, false).unwrap().len()
+    }
+
+    #[test]
+    fn short_text_is_one_chunk_and_empty_text_none() {
+        let tok = toy_tokenizer();
+        let spans = chunk_spans(&tok, "  ab cd.  ", ChunkParams::default()).unwrap();
+        assert_eq!(spans, vec![Span { start: 2, end: 8 }]);
+        assert!(chunk_spans(&tok, " \n ", ChunkParams::default())
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn long_text_chunks_fit_the_window_overlap_and_cover_everything() {
+        let tok = toy_tokenizer();
+        let text: String = (0..120)
+            .map(|i| format!("word{i} alpha beta{}", if i % 2 == 1 { ". " } else { " " }))
+            .collect();
+        let p = ChunkParams {
+            max_tokens: 50,
+            overlap: 10,
+        };
+        let spans = chunk_spans(&tok, &text, p).unwrap();
+        assert!(spans.len() > 5);
+        for w in spans.windows(2) {
+            assert!(w[1].start < w[0].end, "consecutive chunks overlap");
+            assert!(w[1].start > w[0].start);
+        }
+        assert_eq!(spans[0].start, 0);
+        assert_eq!(spans.last().unwrap().end, text.trim_end().len());
+        for s in &spans {
+            let piece = &text[s.start..s.end];
+            assert!(count(&tok, piece) <= 50, "{piece}");
+            // Starts on a word, never mid-word.
+            assert!(
+                s.start == 0 || text[..s.start].ends_with([' ', '.']),
+                "{piece}"
+            );
+        }
+        // Most chunks end at a sentence end.
+        let at_sentence = spans
+            .iter()
+            .filter(|s| text[..s.end].ends_with('.'))
+            .count();
+        assert!(
+            at_sentence * 2 >= spans.len(),
+            "{at_sentence} of {}",
+            spans.len()
+        );
+    }
+}

@@ -1,0 +1,114 @@
+//! Knowledge bases: parse documents into sections, chunk them, embed the chunks, and keep
+//! them in a SQLite + usearch store that survives crashes and re-ingests only what
+//! changed. `search` retrieves by dense vectors, BM25, or both fused.
+
+pub mod chunk;
+pub mod ingest;
+pub mod parse;
+pub mod search;
+pub mod store;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::embed::Embedder;
+use store::{Consistency, Store};
+
+/// A knowledge base directory opened with its embedder.
+pub struct KnowledgeBase {
+    pub store: Store,
+    pub embedder: Arc<Embedder>,
+    /// What the consistency check on open found and repaired.
+    pub repaired: Consistency,
+}
+
+/// `--kb` resolution: an existing path or anything with a path separator is a directory;
+/// a bare name is a named KB under `<data dir>/sextant/kb/`; nothing means "default".
+pub fn resolve_dir(kb: Option<&str>) -> PathBuf {
+    let base = || {
+        std::env::var_os("SEXTANT_KB_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                dirs::data_dir()
+                    .unwrap_or_else(|| PathBuf::from("."))
+                    .join("sextant")
+                    .join("kb")
+            })
+    };
+    match kb {
+        None => base().join("default"),
+        Some(s)
+            if s.contains(std::path::MAIN_SEPARATOR)
+                || s.contains('/')
+                || Path::new(s).exists() =>
+        {
+            PathBuf::from(s)
+        }
+        Some(name) => base().join(name),
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KbStats {
+    pub path: PathBuf,
+    pub documents: usize,
+    pub sections: usize,
+    pub chunks: usize,
+    pub vectors: usize,
+    pub consistent: bool,
+    pub bytes_on_disk: u64,
+    pub embedder: String,
+}
+
+impl KnowledgeBase {
+    /// Opens (or creates) the KB in `dir`, checks that chunks and vectors agree, and
+    /// repairs what a crash left behind: re-embeds chunks without vectors, drops vectors
+    /// without chunks.
+    pub fn open(dir: &Path, embedder: Arc<Embedder>) -> Result<Self> {
+        let mut store = Store::open(dir, embedder.dim, &embedder.name)?;
+        let found = store.check().context("consistency check")?;
+        if !found.missing_vectors.is_empty() {
+            tracing::warn!(
+                "{}: {} chunks had no vector (interrupted ingest?); embedding them again",
+                dir.display(),
+                found.missing_vectors.len()
+            );
+            for keys in found.missing_vectors.chunks(256) {
+                let texts = store.embed_texts(keys)?;
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                let vectors = embedder.embed(&refs)?;
+                store.add_vectors(keys, &vectors)?;
+            }
+        }
+        store.save_index()?;
+        Ok(KnowledgeBase {
+            store,
+            embedder,
+            repaired: found,
+        })
+    }
+
+    pub fn stats(&mut self) -> Result<KbStats> {
+        let chunks = self.store.count("chunks")?;
+        let c = self.store.check()?;
+        let bytes = std::fs::read_dir(self.store.dir())?
+            .flatten()
+            .filter_map(|e| e.metadata().ok())
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+            .sum();
+        Ok(KbStats {
+            path: self.store.dir().to_path_buf(),
+            documents: self.store.count("documents")?,
+            sections: self.store.count("sections")?,
+            chunks,
+            vectors: c.vectors,
+            consistent: c.missing_vectors.is_empty() && c.vectors == chunks,
+            bytes_on_disk: bytes,
+            embedder: self.embedder.name.clone(),
+        })
+    }
+}

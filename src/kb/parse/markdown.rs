@@ -1,0 +1,239 @@
+//! Markdown with pulldown-cmark: H1–H6 become sections; front matter (YAML `---` or TOML
+//! `+++`) is metadata, not content; text, code, lists and tables become plain text.
+
+use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+
+use super::{collapse_ws, Anchors, DocKind, HeadingStack, ParsedDoc, Section};
+
+pub fn parse(source: &str, stem: &str) -> ParsedDoc {
+    let opts = Options::ENABLE_TABLES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_YAML_STYLE_METADATA_BLOCKS
+        | Options::ENABLE_PLUSES_DELIMITED_METADATA_BLOCKS;
+    let mut sections: Vec<Section> = Vec::new();
+    let mut anchors = Anchors::default();
+    let mut stack = HeadingStack::default();
+    let mut front_title: Option<String> = None;
+    let mut first_h1: Option<String> = None;
+    // Text before the first heading.
+    let mut preamble = String::new();
+    let mut in_heading: Option<(u8, String)> = None;
+    let mut in_metadata = false;
+    let mut metadata = String::new();
+
+    for event in Parser::new_ext(source, opts) {
+        match event {
+            Event::Start(Tag::MetadataBlock(_)) => in_metadata = true,
+            Event::End(TagEnd::MetadataBlock(kind)) => {
+                in_metadata = false;
+                front_title = front_matter_title(&metadata, kind);
+            }
+            Event::Text(t) if in_metadata => metadata.push_str(&t),
+            Event::Start(Tag::Heading { level, .. }) => {
+                in_heading = Some((heading_level(level), String::new()));
+            }
+            Event::End(TagEnd::Heading(_)) => {
+                if let Some((level, raw)) = in_heading.take() {
+                    let heading = collapse_ws(&raw);
+                    if level == 1 && first_h1.is_none() {
+                        first_h1 = Some(heading.clone());
+                    }
+                    let path = stack.push(level, &heading);
+                    sections.push(Section {
+                        anchor: anchors.unique(&heading),
+                        heading,
+                        path,
+                        level,
+                        page: None,
+                        text: String::new(),
+                    });
+                }
+            }
+            Event::Text(t) | Event::Code(t) | Event::InlineHtml(t) | Event::Html(t) => {
+                match (&mut in_heading, sections.last_mut()) {
+                    (Some((_, h)), _) => h.push_str(&t),
+                    (None, Some(s)) => s.text.push_str(&t),
+                    (None, None) => preamble.push_str(&t),
+                }
+            }
+            Event::SoftBreak | Event::HardBreak => {
+                let sep = if in_heading.is_some() { ' ' } else { '\n' };
+                let target = match (&mut in_heading, sections.last_mut()) {
+                    (Some((_, h)), _) => h,
+                    (None, Some(s)) => &mut s.text,
+                    (None, None) => &mut preamble,
+                };
+                target.push(sep);
+            }
+            // Block ends separate blocks in the plain text.
+            Event::End(
+                TagEnd::Paragraph
+                | TagEnd::CodeBlock
+                | TagEnd::Item
+                | TagEnd::TableRow
+                | TagEnd::TableHead
+                | TagEnd::BlockQuote(_),
+            ) => {
+                let target = match sections.last_mut() {
+                    Some(s) => &mut s.text,
+                    None => &mut preamble,
+                };
+                if !target.ends_with('\n') {
+                    target.push('\n');
+                }
+            }
+            Event::End(TagEnd::TableCell) => {
+                let target = match sections.last_mut() {
+                    Some(s) => &mut s.text,
+                    None => &mut preamble,
+                };
+                target.push_str(" | ");
+            }
+            _ => {}
+        }
+    }
+    let title = front_title
+        .clone()
+        .or(first_h1)
+        .unwrap_or_else(|| stem.to_string());
+    let preamble = preamble.trim();
+    if !preamble.is_empty() || sections.is_empty() {
+        // Text before any heading belongs to the document's title.
+        let heading = front_title.unwrap_or_else(|| stem.to_string());
+        sections.insert(
+            0,
+            Section {
+                anchor: anchors.unique(&heading),
+                path: vec![heading.clone()],
+                heading,
+                level: 0,
+                page: None,
+                text: preamble.to_string(),
+            },
+        );
+    }
+    for s in &mut sections {
+        s.text = tidy(&s.text);
+    }
+    ParsedDoc {
+        kind: DocKind::Markdown,
+        title,
+        sections,
+    }
+}
+
+fn heading_level(l: HeadingLevel) -> u8 {
+    match l {
+        HeadingLevel::H1 => 1,
+        HeadingLevel::H2 => 2,
+        HeadingLevel::H3 => 3,
+        HeadingLevel::H4 => 4,
+        HeadingLevel::H5 => 5,
+        HeadingLevel::H6 => 6,
+    }
+}
+
+/// `title` from YAML (`title: X`) or TOML (`title = "X"`) front matter. Only the title is
+/// used, so a full YAML parser is not needed; quotes are stripped.
+fn front_matter_title(meta: &str, kind: pulldown_cmark::MetadataBlockKind) -> Option<String> {
+    use pulldown_cmark::MetadataBlockKind;
+    match kind {
+        MetadataBlockKind::PlusesStyle => toml::from_str::<toml::Table>(meta)
+            .ok()?
+            .get("title")?
+            .as_str()
+            .map(str::to_string),
+        MetadataBlockKind::YamlStyle => meta.lines().find_map(|line| {
+            let rest = line.strip_prefix("title:")?.trim();
+            let unquoted = rest
+                .strip_prefix('"')
+                .and_then(|r| r.strip_suffix('"'))
+                .or_else(|| rest.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')))
+                .unwrap_or(rest);
+            (!unquoted.is_empty()).then(|| unquoted.to_string())
+        }),
+    }
+}
+
+/// Trims lines and collapses runs of blank lines.
+fn tidy(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut blank = false;
+    for line in text.lines() {
+        let line = line.trim_end();
+        if line.trim().is_empty() {
+            blank = true;
+            continue;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+            if blank {
+                out.push('\n');
+            }
+        }
+        blank = false;
+        out.push_str(line);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOC: &str = "---\ntitle: \"Deploying Lighthouse\"\ntags: [a, b]\n---\n\
+Intro before headings.\n\n\
+# Deployment Guide\n\nOverview text.\n\n\
+## Security\n\nUse TLS 1.3.\n\n\
+### Certificates `certbot`\n\nRun `certbot renew`.\n\n\
+```sh\nkubectl apply -f x.yaml\n```\n\n\
+## Security\n\nDuplicate heading.\n\n\
+# Appendix\n\n| key | value |\n|---|---|\n| port | 8443 |\n";
+
+    #[test]
+    fn headings_paths_anchors_and_front_matter() {
+        let d = parse(DOC, "deploy");
+        assert_eq!(d.title, "Deploying Lighthouse");
+        let heads: Vec<_> = d.sections.iter().map(|s| s.heading.as_str()).collect();
+        assert_eq!(
+            heads,
+            [
+                "Deploying Lighthouse",
+                "Deployment Guide",
+                "Security",
+                "Certificates certbot",
+                "Security",
+                "Appendix"
+            ]
+        );
+        let certs = &d.sections[3];
+        assert_eq!(
+            certs.path,
+            ["Deployment Guide", "Security", "Certificates certbot"]
+        );
+        assert_eq!(certs.level, 3);
+        assert_eq!(certs.anchor, "certificates-certbot");
+        assert!(certs.text.contains("certbot renew") && certs.text.contains("kubectl apply"));
+        assert_eq!(d.sections[4].anchor, "security-1");
+        assert_eq!(d.sections[5].path, ["Appendix"]);
+        assert!(d.sections[5].text.contains("port | 8443"));
+        // Front matter is metadata, not content.
+        assert!(d.sections.iter().all(|s| !s.text.contains("tags:")));
+        assert_eq!(d.sections[0].text, "Intro before headings.");
+    }
+
+    #[test]
+    fn toml_front_matter_and_no_headings() {
+        let d = parse("+++\ntitle = \"Notes\"\n+++\nJust text.\n", "notes");
+        assert_eq!(d.title, "Notes");
+        assert_eq!(d.sections.len(), 1);
+        assert_eq!(d.sections[0].heading, "Notes");
+        assert_eq!(d.sections[0].text, "Just text.");
+    }
+
+    #[test]
+    fn title_falls_back_to_first_h1_then_file_stem() {
+        assert_eq!(parse("# Hello\n\nx", "f").title, "Hello");
+        assert_eq!(parse("## Only h2\n\nx", "file-stem").title, "file-stem");
+    }
+}

@@ -1,0 +1,242 @@
+//! Turning files into sections: heading text exactly as written, the heading path from
+//! the top, a stable anchor, the PDF page, and the section's plain text.
+//!
+//! One module per format; each returns a `ParsedDoc`. Parsers never fail on content they
+//! merely do not understand (a heading-less file is one section); they fail only when the
+//! file cannot be read as its format at all (corrupt or encrypted PDF, binary data), and
+//! the ingest then skips it with that reason.
+
+mod html;
+mod markdown;
+mod pdf;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use anyhow::{bail, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DocKind {
+    Markdown,
+    Html,
+    Pdf,
+    Text,
+}
+
+impl DocKind {
+    pub fn from_path(path: &Path) -> Option<DocKind> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "md" | "markdown" | "mdown" | "mkd" => DocKind::Markdown,
+            "html" | "htm" | "xhtml" => DocKind::Html,
+            "pdf" => DocKind::Pdf,
+            "txt" | "text" | "rst" | "log" | "adoc" => DocKind::Text,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DocKind::Markdown => "markdown",
+            DocKind::Html => "html",
+            DocKind::Pdf => "pdf",
+            DocKind::Text => "text",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Section {
+    /// The most specific heading, exactly as written.
+    pub heading: String,
+    /// Heading texts from the top of the document down to this one.
+    pub path: Vec<String>,
+    /// 1–6 for headings; 0 for text before the first heading.
+    pub level: u8,
+    /// Slug for jumping to the section, unique within the document.
+    pub anchor: String,
+    /// 1-indexed PDF page; None for other formats.
+    pub page: Option<u32>,
+    /// The section's plain text (without its heading).
+    pub text: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ParsedDoc {
+    pub kind: DocKind,
+    /// Front-matter `title`, HTML `<title>`, PDF metadata title, or the first H1.
+    pub title: String,
+    pub sections: Vec<Section>,
+}
+
+/// Largest file parsed, by default: beyond it a file is skipped with a warning.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+pub fn parse(path: &Path, bytes: &[u8]) -> Result<ParsedDoc> {
+    let kind =
+        DocKind::from_path(path).ok_or_else(|| anyhow::anyhow!("not a supported document type"))?;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    match kind {
+        DocKind::Pdf => pdf::parse(bytes, &stem),
+        _ => {
+            let text = decode_text(bytes)?;
+            Ok(match kind {
+                DocKind::Markdown => markdown::parse(&text, &stem),
+                DocKind::Html => html::parse(&text, &stem),
+                _ => plain_text(&text, path),
+            })
+        }
+    }
+}
+
+/// UTF-8 text (a BOM is dropped). Binary data is refused; invalid UTF-8 sequences in
+/// otherwise textual data are replaced, so one bad byte does not lose a document.
+fn decode_text(bytes: &[u8]) -> Result<String> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let sample = &bytes[..bytes.len().min(8192)];
+    if sample.contains(&0) {
+        bail!("binary data (NUL bytes), not text");
+    }
+    Ok(match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_string(),
+        Err(_) => {
+            let s = String::from_utf8_lossy(bytes).to_string();
+            let bad = s.chars().filter(|c| *c == '\u{FFFD}').count();
+            if bad * 20 > s.chars().count().max(1) {
+                bail!("not UTF-8 text ({bad} invalid sequences)");
+            }
+            tracing::warn!("invalid UTF-8 replaced ({bad} sequences)");
+            s
+        }
+    })
+}
+
+fn plain_text(text: &str, path: &Path) -> ParsedDoc {
+    let name = path
+        .file_name()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    ParsedDoc {
+        kind: DocKind::Text,
+        title: name.clone(),
+        sections: vec![Section {
+            heading: name.clone(),
+            path: vec![name.clone()],
+            level: 1,
+            anchor: slugify(&name),
+            page: None,
+            text: text.trim().to_string(),
+        }],
+    }
+}
+
+/// GitHub-style heading slug: lowercase, letters/digits/spaces/hyphens kept, spaces to
+/// hyphens.
+pub fn slugify(heading: &str) -> String {
+    let mut out = String::with_capacity(heading.len());
+    for c in heading.trim().chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if c == ' ' || c == '-' || c == '_' {
+            out.push(if c == '_' { '_' } else { '-' });
+        }
+    }
+    if out.is_empty() {
+        "section".into()
+    } else {
+        out
+    }
+}
+
+/// Hands out unique anchors within one document: "setup", "setup-1", "setup-2", …
+#[derive(Default)]
+pub(crate) struct Anchors {
+    seen: HashMap<String, usize>,
+}
+
+impl Anchors {
+    pub(crate) fn unique(&mut self, heading: &str) -> String {
+        let base = slugify(heading);
+        let n = self.seen.entry(base.clone()).or_insert(0);
+        let anchor = if *n == 0 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        *n += 1;
+        anchor
+    }
+}
+
+/// Tracks the heading path while walking a document: a heading of level L replaces
+/// everything at L and below.
+#[derive(Default)]
+pub(crate) struct HeadingStack {
+    stack: Vec<(u8, String)>,
+}
+
+impl HeadingStack {
+    pub(crate) fn push(&mut self, level: u8, heading: &str) -> Vec<String> {
+        while self.stack.last().is_some_and(|(l, _)| *l >= level) {
+            self.stack.pop();
+        }
+        self.stack.push((level, heading.to_string()));
+        self.path()
+    }
+    pub(crate) fn path(&self) -> Vec<String> {
+        self.stack.iter().map(|(_, h)| h.clone()).collect()
+    }
+}
+
+/// Collapses runs of whitespace in inline text (headings, HTML text) to single spaces.
+pub(crate) fn collapse_ws(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_github_style_and_unique_per_document() {
+        assert_eq!(
+            slugify("TLS Certificates & Rotation"),
+            "tls-certificates--rotation"
+        );
+        assert_eq!(slugify("Step 3: Verify"), "step-3-verify");
+        let mut a = Anchors::default();
+        assert_eq!(a.unique("Setup"), "setup");
+        assert_eq!(a.unique("Setup"), "setup-1");
+        assert_eq!(a.unique("setup"), "setup-2");
+    }
+
+    #[test]
+    fn heading_stack_replaces_same_and_deeper_levels() {
+        let mut s = HeadingStack::default();
+        s.push(1, "Guide");
+        s.push(2, "Install");
+        assert_eq!(s.push(3, "Linux"), vec!["Guide", "Install", "Linux"]);
+        assert_eq!(s.push(2, "Configure"), vec!["Guide", "Configure"]);
+        assert_eq!(s.push(1, "Other"), vec!["Other"]);
+    }
+
+    #[test]
+    fn binary_data_is_refused_and_bad_utf8_is_replaced() {
+        assert!(decode_text(b"abc\0def").is_err());
+        let t = decode_text(b"caf\xe9 is fine otherwise, a long enough line of text").unwrap();
+        assert!(t.contains('\u{FFFD}'));
+        assert!(decode_text(&[0xff; 100]).is_err());
+    }
+
+    #[test]
+    fn plain_text_is_one_section_named_after_the_file() {
+        let d = parse(Path::new("dir/notes.txt"), b"hello\nworld").unwrap();
+        assert_eq!(d.sections.len(), 1);
+        assert_eq!(d.sections[0].heading, "notes.txt");
+        assert_eq!(d.sections[0].text, "hello\nworld");
+    }
+}

@@ -1,0 +1,95 @@
+//! Retrieval: dense (usearch, cosine), BM25 (SQLite FTS5), or hybrid — both lists fused
+//! by reciprocal-rank fusion. Every hit's `score` is the dense cosine normalised to 0..1
+//! as `(cosine + 1) / 2` (the RAG format's formula), whichever list found it.
+
+use std::collections::HashMap;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::KnowledgeBase;
+use crate::embed::cosine;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    Hybrid,
+    Dense,
+    Bm25,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Hit {
+    pub id: String,
+    pub file: String,
+    pub section: String,
+    pub section_path: Vec<String>,
+    pub anchor: String,
+    pub page: Option<u32>,
+    pub text: String,
+    pub score: f64,
+    #[serde(skip)]
+    pub key: u64,
+    #[serde(skip)]
+    pub cosine: f32,
+}
+
+/// RRF's damping constant (the usual 60): ranks matter, raw scores of different scales
+/// do not.
+const RRF_K: f64 = 60.0;
+/// Candidates taken from each list before fusing.
+const CANDIDATES: usize = 40;
+
+pub fn search(kb: &KnowledgeBase, query: &str, k: usize, mode: SearchMode) -> Result<Vec<Hit>> {
+    let qv = kb.embedder.embed(&[query])?.pop().unwrap_or_default();
+    let pool = CANDIDATES.max(k);
+    let dense = if mode != SearchMode::Bm25 {
+        kb.store.dense(&qv, pool)?
+    } else {
+        Vec::new()
+    };
+    let bm25 = if mode != SearchMode::Dense {
+        kb.store.bm25(query, pool)?
+    } else {
+        Vec::new()
+    };
+    let mut fused: HashMap<u64, f64> = HashMap::new();
+    for (rank, (key, _)) in dense.iter().enumerate() {
+        *fused.entry(*key).or_default() += 1.0 / (RRF_K + rank as f64 + 1.0);
+    }
+    for (rank, (key, _)) in bm25.iter().enumerate() {
+        *fused.entry(*key).or_default() += 1.0 / (RRF_K + rank as f64 + 1.0);
+    }
+    let mut ranked: Vec<(u64, f64)> = fused.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap().then(a.0.cmp(&b.0)));
+    let cosines: HashMap<u64, f32> = dense.iter().copied().collect();
+    let mut hits = Vec::with_capacity(k);
+    for (key, _) in ranked.into_iter().take(k) {
+        let Some(c) = kb.store.chunk(key)? else {
+            continue;
+        };
+        let cos = match cosines.get(&key) {
+            Some(c) => *c,
+            None => kb.store.vector(key).map(|v| cosine(&qv, &v)).unwrap_or(0.0),
+        };
+        hits.push(Hit {
+            id: c.chunk_id,
+            file: c.file,
+            section: c.heading,
+            section_path: c.section_path,
+            anchor: c.anchor,
+            page: c.page,
+            text: c.text,
+            score: normalised(cos),
+            key,
+            cosine: cos,
+        });
+    }
+    Ok(hits)
+}
+
+/// `(cosine + 1) / 2`, clamped to 0..1, rounded to 3 decimals.
+pub fn normalised(cosine: f32) -> f64 {
+    let s = ((cosine as f64 + 1.0) / 2.0).clamp(0.0, 1.0);
+    (s * 1000.0).round() / 1000.0
+}

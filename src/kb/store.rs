@@ -1,0 +1,568 @@
+//! The knowledge base on disk: one directory with `kb.sqlite` (documents, sections, chunks
+//! and an FTS5 index for BM25) and `vectors.usearch` (one vector per chunk, keyed by the
+//! chunk's SQLite rowid).
+//!
+//! Crash safety: each document is written in one SQLite transaction; vectors are added in
+//! memory and the index file is replaced atomically (temp file + rename) at checkpoints.
+//! After a crash the two may disagree; `Store::check` finds chunks without vectors (to be
+//! re-embedded) and vectors without chunks (removed). Chunk rowids use AUTOINCREMENT so a
+//! stale vector can never be mistaken for a new chunk's.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
+
+use super::parse::{DocKind, Section};
+
+pub const DB_FILE: &str = "kb.sqlite";
+pub const INDEX_FILE: &str = "vectors.usearch";
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    root TEXT NOT NULL,
+    path TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    title TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    UNIQUE (root, path)
+);
+CREATE TABLE IF NOT EXISTS sections (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    ord INTEGER NOT NULL,
+    level INTEGER NOT NULL,
+    heading TEXT NOT NULL,
+    path TEXT NOT NULL,
+    anchor TEXT NOT NULL,
+    page INTEGER,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sections_doc ON sections(doc_id);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    section_id INTEGER NOT NULL REFERENCES sections(id) ON DELETE CASCADE,
+    chunk_id TEXT NOT NULL,
+    page INTEGER,
+    start INTEGER NOT NULL,
+    end INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    UNIQUE (doc_id, chunk_id)
+);
+CREATE INDEX IF NOT EXISTS chunks_section ON chunks(section_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(text, headings, tokenize = 'porter unicode61');
+CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
+    DELETE FROM chunks_fts WHERE rowid = old.id;
+END;
+";
+
+/// A chunk ready to be stored.
+#[derive(Debug, Clone)]
+pub struct NewChunk {
+    /// Index into the document's sections.
+    pub section: usize,
+    pub chunk_id: String,
+    pub page: Option<u32>,
+    pub start: usize,
+    pub end: usize,
+    pub text: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct DocRecord {
+    pub id: i64,
+    pub root: String,
+    pub path: String,
+    pub hash: String,
+    pub mtime_ns: i64,
+    pub size: i64,
+}
+
+/// A stored chunk with what a search hit shows of it.
+#[derive(Debug, Clone)]
+pub struct ChunkRecord {
+    pub key: u64,
+    pub chunk_id: String,
+    pub file: String,
+    pub kind: String,
+    pub heading: String,
+    pub section_path: Vec<String>,
+    pub anchor: String,
+    pub page: Option<u32>,
+    pub text: String,
+}
+
+/// What `check` found (and repaired, for orphan vectors).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Consistency {
+    pub chunks: usize,
+    pub vectors: usize,
+    /// Chunks whose vector is missing (to be embedded again).
+    pub missing_vectors: Vec<u64>,
+    /// Vectors removed because their chunk no longer exists.
+    pub orphan_vectors_removed: usize,
+}
+
+pub struct Store {
+    dir: PathBuf,
+    pub conn: Connection,
+    pub index: Index,
+    dim: usize,
+    /// Vectors changed since the index file was last written.
+    dirty: bool,
+}
+
+fn index_options(dim: usize) -> IndexOptions {
+    IndexOptions {
+        dimensions: dim,
+        metric: MetricKind::Cos,
+        // Set explicitly: the binding's default is BF16.
+        quantization: ScalarKind::F16,
+        connectivity: 0,
+        expansion_add: 0,
+        expansion_search: 0,
+        multi: false,
+    }
+}
+
+/// The text that is embedded for a chunk: its heading path, then its text. Headings carry
+/// much of a chunk's topic ("Rollbacks > Quick Rollback") that the body leaves implicit.
+pub fn embed_text(section_path: &[String], text: &str) -> String {
+    format!("{}\n{}", section_path.join(" > "), text)
+}
+
+impl Store {
+    /// Opens (creating if needed) the store in `dir` for vectors of `dim` dimensions.
+    pub fn open(dir: &Path, dim: usize, embedder_name: &str) -> Result<Self> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create knowledge base folder {}", dir.display()))?;
+        let db = dir.join(DB_FILE);
+        let conn =
+            Connection::open(&db).with_context(|| format!("cannot open {}", db.display()))?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+        )?;
+        conn.execute_batch(SCHEMA)
+            .with_context(|| format!("{} is not a Sextant knowledge base", db.display()))?;
+        // A KB's vectors only make sense with the model that made them.
+        let stored: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'embedder'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        match stored {
+            Some(name) if name != embedder_name => bail!(
+                "{} was built with the embedding model '{name}', not '{embedder_name}'; \
+                 use that model (--embedder {name}) or ingest into a new knowledge base",
+                dir.display()
+            ),
+            Some(_) => {}
+            None => {
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('embedder', ?1), ('dim', ?2)",
+                    params![embedder_name, dim.to_string()],
+                )?;
+            }
+        }
+        let index = Index::new(&index_options(dim)).map_err(|e| anyhow!("usearch: {e}"))?;
+        let path = dir.join(INDEX_FILE);
+        if path.exists() {
+            index
+                .load(path.to_str().ok_or_else(|| anyhow!("non-UTF-8 path"))?)
+                .map_err(|e| {
+                    anyhow!(
+                        "{} is unreadable ({e}); delete it and run `sextant ingest` again to \
+                         rebuild the vectors",
+                        path.display()
+                    )
+                })?;
+            if index.dimensions() != dim {
+                bail!(
+                    "{} holds {}-dimensional vectors, the embedder makes {dim}",
+                    path.display(),
+                    index.dimensions()
+                );
+            }
+        }
+        Ok(Store {
+            dir: dir.to_path_buf(),
+            conn,
+            index,
+            dim,
+            dirty: false,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn document(&self, root: &str, path: &str) -> Result<Option<DocRecord>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id, root, path, hash, mtime_ns, size FROM documents WHERE root = ?1 AND path = ?2",
+                params![root, path],
+                doc_record,
+            )
+            .optional()?)
+    }
+
+    pub fn documents_under(&self, root: &str) -> Result<Vec<DocRecord>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, root, path, hash, mtime_ns, size FROM documents WHERE root = ?1",
+        )?;
+        let rows = stmt.query_map(params![root], doc_record)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn touch(&self, doc_id: i64, mtime_ns: i64) -> Result<()> {
+        self.conn.execute(
+            "UPDATE documents SET mtime_ns = ?2 WHERE id = ?1",
+            params![doc_id, mtime_ns],
+        )?;
+        Ok(())
+    }
+
+    /// Replaces a document (its sections, chunks and their FTS rows) in one transaction.
+    /// Returns the new chunks' keys, in the order given. The caller adds their vectors.
+    #[allow(clippy::too_many_arguments)]
+    pub fn replace_document(
+        &mut self,
+        root: &str,
+        path: &str,
+        kind: DocKind,
+        title: &str,
+        hash: &str,
+        mtime_ns: i64,
+        size: i64,
+        sections: &[Section],
+        chunks: &[NewChunk],
+    ) -> Result<Vec<u64>> {
+        let old_keys = self.keys_of_document(root, path)?;
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "DELETE FROM documents WHERE root = ?1 AND path = ?2",
+            params![root, path],
+        )?;
+        tx.execute(
+            "INSERT INTO documents (root, path, kind, title, hash, mtime_ns, size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![root, path, kind.as_str(), title, hash, mtime_ns, size],
+        )?;
+        let doc_id = tx.last_insert_rowid();
+        let mut section_ids = Vec::with_capacity(sections.len());
+        {
+            let mut ins = tx.prepare(
+                "INSERT INTO sections (doc_id, ord, level, heading, path, anchor, page, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            for (ord, s) in sections.iter().enumerate() {
+                ins.execute(params![
+                    doc_id,
+                    ord as i64,
+                    s.level as i64,
+                    s.heading,
+                    serde_json::to_string(&s.path)?,
+                    s.anchor,
+                    s.page.map(|p| p as i64),
+                    s.text,
+                ])?;
+                section_ids.push(tx.last_insert_rowid());
+            }
+        }
+        let mut keys = Vec::with_capacity(chunks.len());
+        {
+            let mut ins = tx.prepare(
+                "INSERT INTO chunks (doc_id, section_id, chunk_id, page, start, end, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            let mut fts =
+                tx.prepare("INSERT INTO chunks_fts (rowid, text, headings) VALUES (?1, ?2, ?3)")?;
+            for c in chunks {
+                ins.execute(params![
+                    doc_id,
+                    section_ids[c.section],
+                    c.chunk_id,
+                    c.page.map(|p| p as i64),
+                    c.start as i64,
+                    c.end as i64,
+                    c.text,
+                ])?;
+                let key = tx.last_insert_rowid();
+                fts.execute(params![key, c.text, sections[c.section].path.join(" > ")])?;
+                keys.push(key as u64);
+            }
+        }
+        tx.commit()?;
+        for k in old_keys {
+            self.remove_vector(k)?;
+        }
+        Ok(keys)
+    }
+
+    /// Removes a document and its vectors.
+    pub fn remove_document(&mut self, root: &str, path: &str) -> Result<()> {
+        let keys = self.keys_of_document(root, path)?;
+        self.conn.execute(
+            "DELETE FROM documents WHERE root = ?1 AND path = ?2",
+            params![root, path],
+        )?;
+        for k in keys {
+            self.remove_vector(k)?;
+        }
+        Ok(())
+    }
+
+    fn keys_of_document(&self, root: &str, path: &str) -> Result<Vec<u64>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.root = ?1 AND d.path = ?2",
+        )?;
+        let rows = stmt.query_map(params![root, path], |r| r.get::<_, i64>(0))?;
+        Ok(rows
+            .collect::<rusqlite::Result<Vec<_>>>()?
+            .into_iter()
+            .map(|k| k as u64)
+            .collect())
+    }
+
+    fn remove_vector(&mut self, key: u64) -> Result<()> {
+        if self.index.contains(key) {
+            self.index
+                .remove(key)
+                .map_err(|e| anyhow!("usearch remove: {e}"))?;
+            self.dirty = true;
+        }
+        Ok(())
+    }
+
+    pub fn add_vectors(&mut self, keys: &[u64], vectors: &[Vec<f32>]) -> Result<()> {
+        let need = self.index.size() + keys.len();
+        if need > self.index.capacity() {
+            self.index
+                .reserve(need.next_power_of_two().max(1024))
+                .map_err(|e| anyhow!("usearch reserve: {e}"))?;
+        }
+        for (k, v) in keys.iter().zip(vectors) {
+            if v.len() != self.dim {
+                bail!("vector of {} dimensions, expected {}", v.len(), self.dim);
+            }
+            if self.index.contains(*k) {
+                self.index.remove(*k).map_err(|e| anyhow!("usearch: {e}"))?;
+            }
+            self.index
+                .add(*k, v)
+                .map_err(|e| anyhow!("usearch add: {e}"))?;
+        }
+        self.dirty |= !keys.is_empty();
+        Ok(())
+    }
+
+    /// Writes the vector index if it changed: to a temp file, fsynced, then renamed over
+    /// the old one, so a crash leaves either the old or the new file, never half of one.
+    pub fn save_index(&mut self) -> Result<()> {
+        if !self.dirty {
+            return Ok(());
+        }
+        let path = self.dir.join(INDEX_FILE);
+        let tmp = self.dir.join(format!("{INDEX_FILE}.tmp"));
+        self.index
+            .save(tmp.to_str().ok_or_else(|| anyhow!("non-UTF-8 path"))?)
+            .map_err(|e| anyhow!("cannot write {}: {e}", tmp.display()))?;
+        std::fs::File::open(&tmp)?.sync_all()?;
+        std::fs::rename(&tmp, &path)
+            .with_context(|| format!("cannot replace {}", path.display()))?;
+        if let Ok(d) = std::fs::File::open(&self.dir) {
+            let _ = d.sync_all();
+        }
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// Compares the chunks with the vectors; removes vectors whose chunk is gone and
+    /// returns the chunks that have no vector.
+    pub fn check(&mut self) -> Result<Consistency> {
+        let mut stmt = self.conn.prepare("SELECT id FROM chunks")?;
+        let ids: Vec<u64> = stmt
+            .query_map([], |r| r.get::<_, i64>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?
+            .into_iter()
+            .map(|k| k as u64)
+            .collect();
+        drop(stmt);
+        let missing: Vec<u64> = ids
+            .iter()
+            .copied()
+            .filter(|k| !self.index.contains(*k))
+            .collect();
+        let present = ids.len() - missing.len();
+        let mut removed = 0;
+        if self.index.size() > present {
+            // usearch cannot list its keys, but every key ever used is a chunk rowid up to
+            // the AUTOINCREMENT high-water mark: probe those that are no longer chunks.
+            let max_key: i64 = self
+                .conn
+                .query_row(
+                    "SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'chunks'",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .unwrap_or(0);
+            let live: std::collections::HashSet<u64> = ids.iter().copied().collect();
+            for k in 1..=max_key as u64 {
+                if !live.contains(&k) && self.index.contains(k) {
+                    self.remove_vector(k)?;
+                    removed += 1;
+                }
+            }
+        }
+        Ok(Consistency {
+            chunks: ids.len(),
+            vectors: self.index.size(),
+            missing_vectors: missing,
+            orphan_vectors_removed: removed,
+        })
+    }
+
+    /// The text to embed for each of `keys` (used to repair missing vectors).
+    pub fn embed_texts(&self, keys: &[u64]) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT s.path, c.text FROM chunks c JOIN sections s ON s.id = c.section_id WHERE c.id = ?1",
+        )?;
+        keys.iter()
+            .map(|k| {
+                let (path, text): (String, String) =
+                    stmt.query_row(params![*k as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                let path: Vec<String> = serde_json::from_str(&path)?;
+                Ok(embed_text(&path, &text))
+            })
+            .collect()
+    }
+
+    pub fn chunk(&self, key: u64) -> Result<Option<ChunkRecord>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT c.id, c.chunk_id, d.path, d.kind, s.heading, s.path, s.anchor, c.page, c.text
+                 FROM chunks c JOIN sections s ON s.id = c.section_id JOIN documents d ON d.id = c.doc_id
+                 WHERE c.id = ?1",
+                params![key as i64],
+                |r| {
+                    let path: String = r.get(5)?;
+                    Ok(ChunkRecord {
+                        key: r.get::<_, i64>(0)? as u64,
+                        chunk_id: r.get(1)?,
+                        file: r.get(2)?,
+                        kind: r.get(3)?,
+                        heading: r.get(4)?,
+                        section_path: serde_json::from_str(&path).unwrap_or_default(),
+                        anchor: r.get(6)?,
+                        page: r.get::<_, Option<i64>>(7)?.map(|p| p as u32),
+                        text: r.get(8)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// BM25 over chunk text and heading path; best first. Returns (key, bm25) where lower
+    /// bm25 is better, as FTS5 reports it.
+    pub fn bm25(&self, query: &str, k: usize) -> Result<Vec<(u64, f64)>> {
+        let Some(expr) = fts_query(query) else {
+            return Ok(Vec::new());
+        };
+        let mut stmt = self.conn.prepare(
+            "SELECT rowid, bm25(chunks_fts, 1.0, 2.0) AS score FROM chunks_fts
+             WHERE chunks_fts MATCH ?1 ORDER BY score LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![expr, k as i64], |r| {
+            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, f64>(1)?))
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Nearest chunks by cosine; (key, cosine), best first.
+    pub fn dense(&self, query: &[f32], k: usize) -> Result<Vec<(u64, f32)>> {
+        if self.index.size() == 0 {
+            return Ok(Vec::new());
+        }
+        let m = self
+            .index
+            .search(query, k)
+            .map_err(|e| anyhow!("usearch search: {e}"))?;
+        Ok(m.keys
+            .into_iter()
+            .zip(m.distances)
+            .map(|(key, d)| (key, 1.0 - d))
+            .collect())
+    }
+
+    /// The stored vector of a chunk (f16 in the index, widened).
+    pub fn vector(&self, key: u64) -> Option<Vec<f32>> {
+        let mut buf = vec![0f32; self.dim];
+        match self.index.get(key, &mut buf) {
+            Ok(n) if n > 0 => Some(buf),
+            _ => None,
+        }
+    }
+
+    pub fn count(&self, table: &str) -> Result<usize> {
+        let n: i64 = self
+            .conn
+            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))?;
+        Ok(n as usize)
+    }
+}
+
+fn doc_record(r: &rusqlite::Row) -> rusqlite::Result<DocRecord> {
+    Ok(DocRecord {
+        id: r.get(0)?,
+        root: r.get(1)?,
+        path: r.get(2)?,
+        hash: r.get(3)?,
+        mtime_ns: r.get(4)?,
+        size: r.get(5)?,
+    })
+}
+
+/// Words too common to help BM25 (and that FTS5 would otherwise require or rank).
+const STOPWORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
+    "i", "if", "in", "is", "it", "me", "my", "of", "on", "or", "our", "should", "so", "that",
+    "the", "there", "this", "to", "was", "we", "what", "when", "where", "which", "who", "why",
+    "will", "with", "you", "your",
+];
+
+/// An FTS5 query from free text: every meaningful word, quoted (so FTS5 syntax in the
+/// user's words cannot break the query), OR-ed together; BM25 ranks by how many match.
+pub fn fts_query(text: &str) -> Option<String> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .map(|w| w.to_lowercase())
+        .filter(|w| !w.is_empty() && !STOPWORDS.contains(&w.as_str()))
+        .map(|w| format!("\"{w}\""))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" OR "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fts_query_quotes_words_and_drops_stopwords() {
+        assert_eq!(
+            fts_query("How do I roll back a \"deployment\"?").unwrap(),
+            "\"roll\" OR \"back\" OR \"deployment\""
+        );
+        assert_eq!(fts_query("the of ???"), None);
+        assert_eq!(
+            fts_query("NEAR(x y) AND -z").unwrap(),
+            "\"near\" OR \"x\" OR \"y\" OR \"z\""
+        );
+    }
+}

@@ -1,0 +1,410 @@
+//! Knowledge base tests on the real MiniLM weights and the sample KB in `examples/kb/`.
+//! One embedder is loaded once and shared by every test in this file.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+use sextant::embed::{cosine, Embedder};
+use sextant::kb::ingest::{ingest, IngestOptions, IngestReport};
+use sextant::kb::search::{search, SearchMode};
+use sextant::kb::KnowledgeBase;
+use sextant::models::{ModelStore, Role};
+
+fn embedder() -> Arc<Embedder> {
+    static E: OnceLock<Arc<Embedder>> = OnceLock::new();
+    E.get_or_init(|| {
+        let m = ModelStore::open(None)
+            .resolve(Role::Embedding, None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        Arc::new(Embedder::load(&m).unwrap())
+    })
+    .clone()
+}
+
+fn sample_kb() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kb")
+}
+
+fn ingest_into(dir: &Path, roots: &[PathBuf]) -> (KnowledgeBase, IngestReport) {
+    let mut kb = KnowledgeBase::open(dir, embedder()).unwrap();
+    let report = ingest(&mut kb, roots, &IngestOptions::default(), &mut |_| {}).unwrap();
+    (kb, report)
+}
+
+/// The sample KB ingested once, shared by the read-only tests.
+fn shared_kb() -> &'static std::sync::Mutex<KnowledgeBase> {
+    static KB: OnceLock<std::sync::Mutex<KnowledgeBase>> = OnceLock::new();
+    KB.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap().keep();
+        let (kb, report) = ingest_into(&dir, &[sample_kb()]);
+        assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+        std::sync::Mutex::new(kb)
+    })
+}
+
+#[test]
+fn embeddings_match_sentence_transformers() {
+    let fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string("tests/fixtures/minilm_reference.json").unwrap(),
+    )
+    .unwrap();
+    let sentences: Vec<&str> = fixture["sentences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    let e = embedder();
+    let ours = e.embed(&sentences).unwrap();
+    let mut worst = 1.0f32;
+    for (i, reference) in fixture["embeddings"].as_array().unwrap().iter().enumerate() {
+        let reference: Vec<f32> = reference
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect();
+        assert_eq!(ours[i].len(), 384);
+        let c = cosine(&ours[i], &reference);
+        worst = worst.min(c);
+        assert!(c >= 0.999, "sentence {i}: cosine {c}");
+    }
+    println!("worst cosine vs sentence-transformers: {worst:.6}");
+    // Tokenisation agrees too.
+    let tok = e.counting_tokenizer();
+    for (i, ids) in fixture["input_ids"].as_array().unwrap().iter().enumerate() {
+        let want: Vec<u32> = ids
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect();
+        let got = tok.encode(sentences[i], true).unwrap().get_ids().to_vec();
+        assert_eq!(got, want, "sentence {i}");
+    }
+}
+
+#[test]
+fn sample_kb_ingests_with_sections_pages_and_stable_ids() {
+    let mut kb = shared_kb().lock().unwrap();
+    let stats = kb.stats().unwrap();
+    assert_eq!(stats.documents, 20, "{stats:?}");
+    assert!(stats.consistent, "{stats:?}");
+    assert_eq!(stats.chunks, stats.vectors);
+    // PDF chunks carry their page and the seed's id format; sections come from the outline.
+    let pdf: Vec<(String, Option<i64>, String)> = kb
+        .store
+        .conn
+        .prepare(
+            "SELECT c.chunk_id, c.page, s.heading FROM chunks c JOIN documents d ON d.id = c.doc_id
+             JOIN sections s ON s.id = c.section_id WHERE d.kind = 'pdf' ORDER BY c.id",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(!pdf.is_empty());
+    for (id, page, _) in &pdf {
+        let page = page.expect("PDF chunks have a page");
+        assert!(id.starts_with(&format!("pdfpage_{page}_chunk_")), "{id}");
+    }
+    let pages: std::collections::BTreeSet<i64> = pdf.iter().filter_map(|p| p.1).collect();
+    assert_eq!(pages.into_iter().collect::<Vec<_>>(), vec![1, 2, 3, 4, 5]);
+    assert!(
+        pdf.iter().any(|p| p.2 == "Shift handover"),
+        "outline sections"
+    );
+    // HTML sections, scripts dropped.
+    let html_text: String = kb
+        .store
+        .conn
+        .query_row(
+            "SELECT group_concat(c.text, ' ') FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.kind = 'html'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(
+        !html_text.contains("function") && !html_text.contains("{"),
+        "{html_text}"
+    );
+    // No chunk exceeds the embedding window.
+    let tok = kb.embedder.counting_tokenizer();
+    let texts: Vec<String> = kb
+        .store
+        .conn
+        .prepare("SELECT text FROM chunks")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for t in &texts {
+        assert!(tok.encode(t.as_str(), true).unwrap().len() <= 256, "{t}");
+    }
+}
+
+#[test]
+fn roll_back_question_finds_the_rollback_section_first() {
+    let kb = shared_kb().lock().unwrap();
+    let hits = search(
+        &kb,
+        "how do I roll back a deployment",
+        5,
+        SearchMode::Hybrid,
+    )
+    .unwrap();
+    assert_eq!(hits[0].file, "operations/rollbacks.md", "{hits:#?}");
+    assert_eq!(hits[0].section, "Rolling back a deployment");
+    assert_eq!(
+        hits[0].section_path.last().unwrap(),
+        "Rolling back a deployment"
+    );
+    assert!(hits[0].score > 0.5 && hits[0].score <= 1.0);
+    assert!(hits
+        .windows(2)
+        .all(|w| w[0].id != w[1].id || w[0].file != w[1].file));
+}
+
+/// Hybrid retrieval must be at least as good as either list alone on the labelled set.
+#[test]
+fn hybrid_hit_at_5_is_at_least_as_good_as_dense_and_bm25() {
+    let kb = shared_kb().lock().unwrap();
+    let questions: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string("tests/fixtures/kb_questions.json").unwrap())
+            .unwrap();
+    assert!(questions.len() >= 25);
+    let hits_at = |mode: SearchMode| -> (usize, usize) {
+        let mut at5 = 0;
+        let mut at1 = 0;
+        for q in &questions {
+            let hits = search(&kb, q["question"].as_str().unwrap(), 5, mode).unwrap();
+            let ok = |h: &sextant::kb::search::Hit| {
+                h.file == q["file"].as_str().unwrap() && h.section == q["section"].as_str().unwrap()
+            };
+            if hits.iter().any(ok) {
+                at5 += 1;
+            }
+            if hits.first().is_some_and(ok) {
+                at1 += 1;
+            }
+        }
+        (at1, at5)
+    };
+    let n = questions.len();
+    let (d1, dense) = hits_at(SearchMode::Dense);
+    let (b1, bm25) = hits_at(SearchMode::Bm25);
+    let (h1, hybrid) = hits_at(SearchMode::Hybrid);
+    println!("hit@5 on {n} questions: dense {dense}, bm25 {bm25}, hybrid {hybrid}");
+    println!("hit@1 on {n} questions: dense {d1}, bm25 {b1}, hybrid {h1}");
+    assert!(hybrid >= dense, "hybrid {hybrid} < dense {dense}");
+    assert!(hybrid >= bm25, "hybrid {hybrid} < bm25 {bm25}");
+    assert!(hybrid * 10 >= n * 8, "hybrid hit@5 {hybrid}/{n} below 80%");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for e in walk(from) {
+        let rel = e.strip_prefix(from).unwrap();
+        let dst = to.join(rel);
+        std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+        std::fs::copy(&e, &dst).unwrap();
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn chunk_ids(kb: &KnowledgeBase, file: &str) -> Vec<String> {
+    kb.store
+        .conn
+        .prepare(
+            "SELECT c.chunk_id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = ?1 ORDER BY c.chunk_id",
+        )
+        .unwrap()
+        .query_map([file], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn incremental_ingest_adds_changes_and_removes_only_what_changed() {
+    let docs = tempfile::tempdir().unwrap();
+    copy_dir(&sample_kb().join("operations"), &docs.path().join("ops"));
+    copy_dir(&sample_kb().join("handbook"), &docs.path().join("handbook"));
+    let kbdir = tempfile::tempdir().unwrap();
+    let (mut kb, first) = ingest_into(kbdir.path(), &[docs.path().to_path_buf()]);
+    assert_eq!(first.added.len(), 4, "{first:?}");
+    let ids_before = chunk_ids(&kb, "ops/rollbacks.md");
+    let pdf_before = chunk_ids(&kb, "handbook/oncall-guide.pdf");
+
+    // Nothing changed: nothing embedded.
+    let again = ingest(
+        &mut kb,
+        &[docs.path().to_path_buf()],
+        &IngestOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(
+        (again.unchanged, again.chunks_embedded),
+        (4, 0),
+        "{again:?}"
+    );
+
+    // Change one file, add one, delete one.
+    let scaling = docs.path().join("ops/scaling.md");
+    let mut text = std::fs::read_to_string(&scaling).unwrap();
+    text.push_str("\n## Zebra capacity\n\nThe zebra pool holds 42 workers.\n");
+    std::fs::write(&scaling, text).unwrap();
+    std::fs::write(
+        docs.path().join("ops/new.md"),
+        "# New page\n\nFresh content about quokkas.\n",
+    )
+    .unwrap();
+    std::fs::remove_file(docs.path().join("ops/backups-and-restore.md")).unwrap();
+    let r = ingest(
+        &mut kb,
+        &[docs.path().to_path_buf()],
+        &IngestOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(r.changed, vec!["ops/scaling.md"]);
+    assert_eq!(r.added, vec!["ops/new.md"]);
+    assert_eq!(r.removed, vec!["ops/backups-and-restore.md"]);
+    assert_eq!(r.unchanged, 2);
+    assert_eq!(
+        chunk_ids(&kb, "ops/rollbacks.md"),
+        ids_before,
+        "ids stable for unchanged files"
+    );
+    assert_eq!(chunk_ids(&kb, "handbook/oncall-guide.pdf"), pdf_before);
+    assert!(chunk_ids(&kb, "ops/backups-and-restore.md").is_empty());
+    let stats = kb.stats().unwrap();
+    assert!(stats.consistent && stats.documents == 4, "{stats:?}");
+    let hits = search(&kb, "zebra pool workers", 3, SearchMode::Hybrid).unwrap();
+    assert_eq!(hits[0].section, "Zebra capacity");
+    let hits = search(&kb, "quokkas", 3, SearchMode::Bm25).unwrap();
+    assert_eq!(hits[0].file, "ops/new.md");
+    // Re-ingest into a fresh KB gives the same ids: they depend only on content.
+    let other = tempfile::tempdir().unwrap();
+    let (kb2, _) = ingest_into(other.path(), &[docs.path().to_path_buf()]);
+    assert_eq!(chunk_ids(&kb2, "ops/rollbacks.md"), ids_before);
+}
+
+#[test]
+fn bad_files_are_skipped_with_reasons_and_lose_nothing() {
+    let docs = tempfile::tempdir().unwrap();
+    std::fs::write(
+        docs.path().join("good.md"),
+        "# Good\n\nValid text about otters.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        docs.path().join("broken.pdf"),
+        b"%PDF-1.7\nthis is not really a pdf",
+    )
+    .unwrap();
+    std::fs::write(
+        docs.path().join("binary.txt"),
+        [0u8, 159, 146, 150, 0, 1, 2],
+    )
+    .unwrap();
+    std::fs::write(docs.path().join("big.txt"), "x".repeat(5000)).unwrap();
+    let mut latin1 = b"# Caf".to_vec();
+    latin1.extend_from_slice(&[0xe9]);
+    latin1.extend_from_slice(b"\n\nMostly fine text with one latin-1 byte in the heading.\n");
+    std::fs::write(docs.path().join("latin1.md"), latin1).unwrap();
+    let kbdir = tempfile::tempdir().unwrap();
+    let mut kb = KnowledgeBase::open(kbdir.path(), embedder()).unwrap();
+    let opts = IngestOptions {
+        max_file_bytes: 4000,
+        ..IngestOptions::default()
+    };
+    let r = ingest(&mut kb, &[docs.path().to_path_buf()], &opts, &mut |_| {}).unwrap();
+    let reasons: std::collections::HashMap<_, _> = r.skipped.iter().cloned().collect();
+    assert!(reasons["broken.pdf"].contains("PDF"), "{reasons:?}");
+    assert!(reasons["binary.txt"].contains("binary"), "{reasons:?}");
+    assert!(reasons["big.txt"].contains("too large"), "{reasons:?}");
+    let mut added = r.added.clone();
+    added.sort();
+    assert_eq!(added, vec!["good.md", "latin1.md"]);
+    // A file that turns bad later keeps its last good version.
+    std::fs::write(docs.path().join("good.md"), [0u8; 10]).unwrap();
+    let r = ingest(&mut kb, &[docs.path().to_path_buf()], &opts, &mut |_| {}).unwrap();
+    assert!(r.skipped.iter().any(|(f, _)| f == "good.md"));
+    let hits = search(&kb, "otters", 1, SearchMode::Bm25).unwrap();
+    assert_eq!(hits[0].file, "good.md");
+}
+
+#[test]
+fn a_crash_mid_ingest_leaves_a_kb_that_opens_answers_and_completes() {
+    // A folder big enough that ingest takes a few seconds: the sample KB three times.
+    let docs = tempfile::tempdir().unwrap();
+    for i in 0..3 {
+        copy_dir(&sample_kb(), &docs.path().join(format!("copy{i}")));
+    }
+    let kbdir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .args(["ingest", "--kb"])
+        .arg(kbdir.path())
+        .arg(docs.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill -9 once some documents are committed but before the end.
+    let db = kbdir.path().join("kb.sqlite");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let n =
+            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .and_then(|c| {
+                    c.query_row("SELECT COUNT(*) FROM documents", [], |r| r.get::<_, i64>(0))
+                })
+                .unwrap_or(0);
+        if n >= 5 || std::time::Instant::now() > deadline {
+            break;
+        }
+    }
+    child.kill().unwrap(); // SIGKILL
+    let status = child.wait().unwrap();
+    assert!(
+        !status.success(),
+        "the ingest finished before it could be killed"
+    );
+
+    // Reopening repairs: every chunk has a vector again.
+    let mut kb = KnowledgeBase::open(kbdir.path(), embedder()).unwrap();
+    let stats = kb.stats().unwrap();
+    assert!(stats.consistent, "{stats:?} repaired {:?}", kb.repaired);
+    assert!(stats.documents >= 5 && stats.documents < 60, "{stats:?}");
+    let hits = search(&kb, "roll back a deployment", 3, SearchMode::Hybrid).unwrap();
+    assert!(!hits.is_empty());
+    // The next ingest finishes the job.
+    let r = ingest(
+        &mut kb,
+        &[docs.path().to_path_buf()],
+        &IngestOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(r.skipped.is_empty(), "{:?}", r.skipped);
+    let stats = kb.stats().unwrap();
+    assert_eq!(stats.documents, 60, "{stats:?}");
+    assert!(stats.consistent, "{stats:?}");
+}
