@@ -139,6 +139,14 @@ enum KbCommand {
 enum BenchCommand {
     /// Load time, prompt and generation speed, grammar overhead, completion rate.
     Generate(sextant::bench::BenchArgs),
+    /// Embedding and ingest speed, index size, search latency at 10k and 100k chunks.
+    Kb {
+        #[command(flatten)]
+        args: sextant::bench::KbBenchArgs,
+        /// Folder to ingest for the ingest figures.
+        #[arg(long, default_value = "examples/kb")]
+        sample: PathBuf,
+    },
 }
 
 #[derive(Args)]
@@ -256,6 +264,12 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let model = store.resolve(Role::Llm, cli.llm.as_deref())?;
             sextant::bench::run_generate(&model, &args)
+        }
+        Command::Bench {
+            command: BenchCommand::Kb { args, sample },
+        } => {
+            let model = store.resolve(Role::Embedding, None)?;
+            sextant::bench::run_kb(&model, &sample, &args)
         }
     }
 }

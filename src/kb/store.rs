@@ -190,6 +190,10 @@ impl Store {
                 );
             }
         }
+        // Per-thread search/add contexts for every core (adds run in parallel).
+        index
+            .reserve_capacity_and_threads(index.size().max(1024), rayon::current_num_threads())
+            .map_err(|e| anyhow!("usearch reserve: {e}"))?;
         Ok(Store {
             dir: dir.to_path_buf(),
             conn,
@@ -339,24 +343,32 @@ impl Store {
         Ok(())
     }
 
+    /// Adds (or replaces) vectors; in parallel on every core for large batches.
     pub fn add_vectors(&mut self, keys: &[u64], vectors: &[Vec<f32>]) -> Result<()> {
+        use rayon::prelude::*;
+        if let Some(v) = vectors.iter().find(|v| v.len() != self.dim) {
+            bail!("vector of {} dimensions, expected {}", v.len(), self.dim);
+        }
         let need = self.index.size() + keys.len();
         if need > self.index.capacity() {
             self.index
-                .reserve(need.next_power_of_two().max(1024))
+                .reserve_capacity_and_threads(
+                    need.next_power_of_two().max(1024),
+                    rayon::current_num_threads(),
+                )
                 .map_err(|e| anyhow!("usearch reserve: {e}"))?;
         }
-        for (k, v) in keys.iter().zip(vectors) {
-            if v.len() != self.dim {
-                bail!("vector of {} dimensions, expected {}", v.len(), self.dim);
-            }
+        for k in keys {
             if self.index.contains(*k) {
                 self.index.remove(*k).map_err(|e| anyhow!("usearch: {e}"))?;
             }
-            self.index
-                .add(*k, v)
-                .map_err(|e| anyhow!("usearch add: {e}"))?;
         }
+        let index = &self.index;
+        keys.par_iter()
+            .zip(vectors.par_iter())
+            .with_min_len(64)
+            .try_for_each(|(k, v)| index.add(*k, v))
+            .map_err(|e| anyhow!("usearch add: {e}"))?;
         self.dirty |= !keys.is_empty();
         Ok(())
     }
