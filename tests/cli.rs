@@ -116,3 +116,45 @@ fn models_list_reports_the_defaults_as_verified() {
         assert!(Path::new(m["dir"].as_str().unwrap()).is_dir());
     }
 }
+
+#[test]
+fn ingest_then_search_json_finds_the_rollback_section_first() {
+    let kb = tempfile::tempdir().unwrap();
+    let kb_dir = kb.path().to_str().unwrap();
+    let o = sextant(&["ingest", "--kb", kb_dir, "examples/kb"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("20 added") && out.contains("0 skipped"),
+        "{out}"
+    );
+    let o = sextant(&[
+        "search",
+        "--kb",
+        kb_dir,
+        "--json",
+        "how do I roll back a deployment",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let hits = v["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 5);
+    let first = &hits[0];
+    assert_eq!(first["file"], "operations/rollbacks.md");
+    assert_eq!(first["section"], "Rolling back a deployment");
+    for key in ["id", "section_path", "anchor", "page", "text", "score"] {
+        assert!(first.get(key).is_some(), "missing {key}: {first}");
+    }
+    assert!(first["page"].is_null());
+    let score = first["score"].as_f64().unwrap();
+    assert!(score > 0.5 && score <= 1.0);
+    // A second ingest changes nothing.
+    let o = sextant(&["ingest", "--kb", kb_dir, "--json", "examples/kb"]);
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["unchanged"], 20, "{r}");
+    let o = sextant(&["kb", "stats", "--kb", kb_dir, "--json"]);
+    let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["documents"], 20);
+    assert_eq!(s["consistent"], true);
+    assert_eq!(s["chunks"], s["vectors"]);
+}
