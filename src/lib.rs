@@ -8,5 +8,6 @@ pub mod embed;
 pub mod kb;
 pub mod llm;
 pub mod models;
+pub mod protocols;
 pub mod schemas;
 pub mod structured;

@@ -17,6 +17,7 @@ use sextant::llm::chat_template::Message;
 use sextant::llm::sampling::SamplingParams;
 use sextant::llm::{self, Llm, LoadOptions};
 use sextant::models::{ModelStore, Role};
+use sextant::protocols::AnswerMode;
 use sextant::structured::{self, OutputSpec, StructuredError, StructuredRequest};
 
 #[derive(Parser)]
@@ -52,6 +53,8 @@ enum Command {
     Ingest(IngestArgs),
     /// Search a knowledge base.
     Search(SearchArgs),
+    /// Answer a question from a knowledge base, as a RAG or navigator JSON object.
+    Ask(AskArgs),
     /// Knowledge base information.
     Kb {
         #[command(subcommand)]
@@ -124,6 +127,30 @@ struct SearchArgs {
     query: String,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum AskFormat {
+    Rag,
+    Navigator,
+}
+
+#[derive(Args)]
+struct AskArgs {
+    #[command(flatten)]
+    kb: KbArg,
+    #[arg(long, value_enum, default_value_t = AskFormat::Navigator)]
+    format: AskFormat,
+    /// How the answer text is made (default: extractive, the best measured; see README).
+    #[arg(long, value_enum)]
+    mode: Option<AnswerMode>,
+    /// Chunks retrieved.
+    #[arg(long, default_value_t = 5)]
+    k: usize,
+    /// Print timings, decisions and the validation report to stderr.
+    #[arg(long)]
+    explain: bool,
+    question: String,
+}
+
 #[derive(Subcommand)]
 enum KbCommand {
     /// Documents, sections, chunks, vectors, size, and whether the stores agree.
@@ -139,6 +166,13 @@ enum KbCommand {
 enum BenchCommand {
     /// Load time, prompt and generation speed, grammar overhead, completion rate.
     Generate(sextant::bench::BenchArgs),
+    /// Latency and answer quality of `ask` in each format and mode on a KB.
+    Ask {
+        #[command(flatten)]
+        kb: KbArg,
+        #[command(flatten)]
+        args: sextant::bench::AskBenchArgs,
+    },
     /// Embedding and ingest speed, index size, search latency at 10k and 100k chunks.
     Kb {
         #[command(flatten)]
@@ -233,6 +267,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Generate(args) => generate(&store, cli.llm.as_deref(), args),
         Command::Ingest(args) => ingest(&store, args),
         Command::Search(args) => search(&store, args),
+        Command::Ask(args) => ask(&store, cli.llm.as_deref(), args),
         Command::Kb {
             command: KbCommand::Stats { kb, json },
         } => {
@@ -264,6 +299,14 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let model = store.resolve(Role::Llm, cli.llm.as_deref())?;
             sextant::bench::run_generate(&model, &args)
+        }
+        Command::Bench {
+            command: BenchCommand::Ask { kb, args },
+        } => {
+            let kb = open_kb(&store, &kb)?;
+            let model = store.resolve(Role::Llm, cli.llm.as_deref())?;
+            let mut llm = Llm::load(&model, &LoadOptions::from_env()?)?;
+            sextant::bench::run_ask(&kb, &mut llm, &args)
         }
         Command::Bench {
             command: BenchCommand::Kb { args, sample },
@@ -578,5 +621,66 @@ fn search(store: &ModelStore, args: SearchArgs) -> Result<()> {
         let snippet: String = h.text.chars().take(200).collect();
         println!("   {}", snippet.replace('\n', " "));
     }
+    Ok(())
+}
+
+fn ask(store: &ModelStore, llm_name: Option<&str>, args: AskArgs) -> Result<()> {
+    use sextant::protocols::{navigator, rag};
+    let mode = args.mode.unwrap_or(match args.format {
+        AskFormat::Rag => sextant::protocols::DEFAULT_RAG_MODE,
+        AskFormat::Navigator => sextant::protocols::DEFAULT_NAVIGATOR_MODE,
+    });
+    let kb = open_kb(store, &args.kb)?;
+    if kb.store.count("chunks")? == 0 {
+        bail!(
+            "the knowledge base {} is empty; add documents with `sextant ingest --kb {} FOLDER`",
+            kb.store.dir().display(),
+            kb.store.dir().display()
+        );
+    }
+    let mut llm = if mode.needs_llm() {
+        let model = store.resolve(Role::Llm, llm_name)?;
+        Some(Llm::load(&model, &LoadOptions::from_env()?)?)
+    } else {
+        None
+    };
+    let (value, report) = match args.format {
+        AskFormat::Rag => {
+            let (r, rep) = rag::answer(&kb, llm.as_mut(), &args.question, args.k, mode)?;
+            (serde_json::to_value(r)?, rep)
+        }
+        AskFormat::Navigator => {
+            let (r, rep) = navigator::answer(&kb, llm.as_mut(), &args.question, args.k, mode)?;
+            (serde_json::to_value(r)?, rep)
+        }
+    };
+    if args.explain {
+        eprintln!("mode: {}; decision: {}", report.mode, report.decision);
+        eprintln!(
+            "best chunk score {:.3}; domain similarity {:.3}",
+            report.best_score, report.domain_score
+        );
+        eprintln!(
+            "retrieval {:.0} ms, prompt {:.0} ms, generation {:.0} ms, validation {:.1} ms",
+            report.retrieval_ms, report.prompt_ms, report.generation_ms, report.validation_ms
+        );
+        eprintln!(
+            "grounding: {:.0}% of the answer's content words occur in the evidence",
+            report.grounding_share * 100.0
+        );
+        for r in &report.rules {
+            eprintln!(
+                "rule {:<30} {}  {}",
+                r.rule,
+                if r.passed { "pass" } else { "FAIL" },
+                r.detail
+            );
+        }
+        if let Some(s) = &report.decoder_schema {
+            eprintln!("decoder schema: {}", serde_json::to_string(s)?);
+        }
+        eprintln!("validation: the object is valid against its schema in schemas/");
+    }
+    println!("{}", serde_json::to_string_pretty(&value)?);
     Ok(())
 }

@@ -112,7 +112,11 @@ fn add_bounds(
     let Value::Object(obj) = v else { return };
     let max_len = if in_array { lens.in_array } else { lens.top };
     let constant = obj.contains_key("enum") || obj.contains_key("const");
-    if is_type(obj, "string") && !constant && !obj.contains_key("maxLength") {
+    // A `pattern` is the caller's own bound on the string's shape; intersecting it with a
+    // length limit can make llguidance's emptiness check for the combined regex run out of
+    // budget, so patterned strings are left as written.
+    let patterned = obj.contains_key("pattern");
+    if is_type(obj, "string") && !constant && !patterned && !obj.contains_key("maxLength") {
         let floor = obj.get("minLength").and_then(Value::as_u64).unwrap_or(0);
         let value = max_len.max(floor);
         obj.insert("maxLength".into(), value.into());
@@ -217,7 +221,8 @@ fn worst_case_chars(v: &Value, root: &Value, depth: usize) -> Option<u64> {
             // budget remains the hard stop.
             "integer" | "number" => 24,
             // Escapes (two characters for one) are rare in prose; the token budget
-            // remains the hard stop for the rest.
+            // remains the hard stop for the rest. A patterned string's length is the
+            // pattern's business: unknown here.
             "string" => obj.get("maxLength")?.as_u64()? + 2,
             "array" => {
                 let n = obj.get("maxItems")?.as_u64()?;

@@ -15,6 +15,9 @@ use super::parse::{self, DocKind, ParsedDoc};
 use super::store::{embed_text, NewChunk};
 use super::KnowledgeBase;
 
+/// Bump when parsing or chunking changes what is stored for the same file.
+pub const PARSER_VERSION: u32 = 2;
+
 #[derive(Debug, Clone)]
 pub struct IngestOptions {
     pub chunk: ChunkParams,
@@ -220,7 +223,11 @@ fn ingest_file(
         .unwrap_or(0);
     let existing = kb.store.document(root, &c.rel)?;
     let bytes = std::fs::read(&c.abs).context("cannot read")?;
-    let hash = format!("{:x}", Sha256::digest(&bytes));
+    // The parser version is part of the hash, so a parser change re-ingests everything.
+    let mut hasher = Sha256::new();
+    hasher.update(PARSER_VERSION.to_le_bytes());
+    hasher.update(&bytes);
+    let hash = format!("{:x}", hasher.finalize());
     if let Some(doc) = &existing {
         if doc.hash == hash {
             if doc.mtime_ns != mtime_ns {

@@ -522,6 +522,68 @@ impl Store {
         }
     }
 
+    /// The full text of the section a chunk belongs to.
+    pub fn section_text_of(&self, key: u64) -> Result<String> {
+        Ok(self.conn.query_row(
+            "SELECT s.text FROM chunks c JOIN sections s ON s.id = c.section_id WHERE c.id = ?1",
+            params![key as i64],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Whether any chunk contains `word` (after FTS5's own tokenizing and stemming).
+    pub fn term_known(&self, word: &str) -> Result<bool> {
+        let Some(q) = fts_query(word) else {
+            return Ok(true);
+        };
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?1 LIMIT 1",
+                params![q],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+
+    /// Whether `file` has a section headed `heading` (exactly as written).
+    pub fn section_exists(&self, file: &str, heading: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT 1 FROM sections s JOIN documents d ON d.id = s.doc_id WHERE d.path = ?1 AND s.heading = ?2 LIMIT 1",
+                params![file, heading],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+
+    /// Headings of the sections around `heading` in `file`: its siblings (same parent),
+    /// its children, and its parent, in document order.
+    pub fn neighbour_headings(&self, file: &str, path: &[String]) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT s.path FROM sections s JOIN documents d ON d.id = s.doc_id WHERE d.path = ?1 ORDER BY s.ord",
+        )?;
+        let paths: Vec<Vec<String>> = stmt
+            .query_map(params![file], |r| r.get::<_, String>(0))?
+            .filter_map(|p| p.ok().and_then(|p| serde_json::from_str(&p).ok()))
+            .collect();
+        let parent = &path[..path.len().saturating_sub(1)];
+        let mut out: Vec<String> = Vec::new();
+        for p in paths {
+            let Some(last) = p.last() else { continue };
+            let sibling = p.len() == path.len() && p[..p.len() - 1] == *parent;
+            let child = p.len() == path.len() + 1 && p[..path.len()] == *path;
+            let is_parent = !parent.is_empty() && p == parent;
+            if (sibling || child || is_parent) && p != path && !out.contains(last) {
+                out.push(last.clone());
+            }
+        }
+        Ok(out)
+    }
+
     pub fn count(&self, table: &str) -> Result<usize> {
         let n: i64 = self
             .conn

@@ -56,8 +56,14 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
                     (None, None) => preamble.push_str(&t),
                 }
             }
+            // A soft break is a space in rendered Markdown: keep paragraphs on one line so
+            // sentences are not cut at the source's line wrapping.
             Event::SoftBreak | Event::HardBreak => {
-                let sep = if in_heading.is_some() { ' ' } else { '\n' };
+                let sep = if in_heading.is_some() || matches!(event, Event::SoftBreak) {
+                    ' '
+                } else {
+                    '\n'
+                };
                 let target = match (&mut in_heading, sections.last_mut()) {
                     (Some((_, h)), _) => h,
                     (None, Some(s)) => &mut s.text,

@@ -1,0 +1,277 @@
+//! Post-validation: the navigator seed's five rules, each a function returning what it
+//! found, plus the grounding share reported for both formats. A failed rule never passes
+//! silently: the navigator lowers its confidence and says why in `confidenceReason`.
+
+use regex::Regex;
+use serde::Serialize;
+
+use super::evidence::{content_words, overlap_share};
+
+/// Share of the answer's content words that must occur in the cited sections for the
+/// sources to count as supporting the answer (rule 4).
+pub const ALIGNMENT_MIN_SHARE: f64 = 0.5;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RuleResult {
+    pub rule: &'static str,
+    pub passed: bool,
+    pub detail: String,
+}
+
+impl RuleResult {
+    fn new(rule: &'static str, passed: bool, detail: impl Into<String>) -> Self {
+        RuleResult {
+            rule,
+            passed,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// Rule 1: every cited (file, section) exists in the knowledge base.
+pub fn source_existence(
+    cited: &[(String, String)],
+    exists: &dyn Fn(&str, &str) -> bool,
+) -> RuleResult {
+    let missing: Vec<String> = cited
+        .iter()
+        .filter(|(f, s)| !exists(f, s))
+        .map(|(f, s)| format!("{f} § {s}"))
+        .collect();
+    RuleResult::new(
+        "source_existence",
+        missing.is_empty(),
+        if missing.is_empty() {
+            format!("{} cited sections exist", cited.len())
+        } else {
+            format!("not in the knowledge base: {}", missing.join("; "))
+        },
+    )
+}
+
+/// Things a model tends to invent: file paths, commands in backticks, URLs, ARNs, and
+/// numbers with units.
+pub fn specific_tokens(text: &str) -> Vec<String> {
+    static PATTERNS: std::sync::OnceLock<Vec<Regex>> = std::sync::OnceLock::new();
+    let patterns = PATTERNS.get_or_init(|| {
+        [
+            r"https?://[^\s)'`]+",
+            r"arn:[a-z0-9-]+:[^\s'`]+",
+            r"`[^`]+`",
+            r"\b[\w./-]*[\w-]+\.(?:md|ya?ml|json|toml|conf|cfg|sh|py|rs|txt|html|pdf|log|pem|crt|key)\b",
+            r"\b(?:kubectl|lhctl|helm|docker|systemctl|psql|curl|openssl|git)(?:\s+[a-z0-9./:=<>_-][\w./:=<>-]*){1,10}",
+            r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds|minutes|min|h|hours|days|GB|GiB|MB|MiB|KB|TB|%|req/s|rps|cores?|replicas?|pods?)\b",
+        ]
+        .iter()
+        .map(|p| Regex::new(p).expect("static regex"))
+        .collect()
+    });
+    let mut out: Vec<String> = Vec::new();
+    for p in patterns {
+        for m in p.find_iter(text) {
+            let t = m.as_str().trim_matches('`').trim().to_string();
+            if !t.is_empty() && !out.contains(&t) {
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+/// Rule 2: specific tokens quoted in the answer must occur in the cited sources.
+pub fn hallucination_patterns(answer: &str, sources_text: &str) -> RuleResult {
+    let norm = |s: &str| {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    let hay = norm(sources_text);
+    let found = |t: &str| {
+        let t = norm(t);
+        if hay.contains(&t) {
+            return true;
+        }
+        // A command is found if its verb phrase and every argument that looks specific
+        // (paths, flags, values, numbers) occur in the sources; prose that the pattern
+        // swept up after the command does not count against it.
+        let words: Vec<&str> = t.split(' ').collect();
+        let is_command = words.len() >= 2
+            && [
+                "kubectl",
+                "lhctl",
+                "helm",
+                "docker",
+                "systemctl",
+                "psql",
+                "curl",
+                "openssl",
+                "git",
+            ]
+            .contains(&words[0]);
+        is_command
+            && hay.contains(&words[..2].join(" "))
+            && words[2..]
+                .iter()
+                .filter(|w| {
+                    w.contains(['/', '.', '=', ':', '-']) || w.chars().any(|c| c.is_ascii_digit())
+                })
+                .all(|w| hay.contains(*w))
+    };
+    let invented: Vec<String> = specific_tokens(answer)
+        .into_iter()
+        .filter(|t| !found(t))
+        .collect();
+    RuleResult::new(
+        "hallucination_patterns",
+        invented.is_empty(),
+        if invented.is_empty() {
+            "every path, command, URL, ARN and quantity in the answer occurs in the sources".into()
+        } else {
+            format!("not found in the cited sources: {}", invented.join(", "))
+        },
+    )
+}
+
+const BOILERPLATE: &[&str] = &[
+    "seems right",
+    "i think so",
+    "not sure",
+    "n/a",
+    "none",
+    "no reason",
+    "because",
+    "high confidence",
+    "medium confidence",
+    "low confidence",
+];
+
+/// Rule 3: confidenceReason says something (more than 10 characters, not boilerplate).
+pub fn confidence_reason_meaningful(reason: &str) -> RuleResult {
+    let r = reason.trim().trim_end_matches('.').to_lowercase();
+    let words = content_words(&r);
+    let distinct: std::collections::HashSet<&String> = words.iter().collect();
+    let ok = r.chars().count() > 10 && !BOILERPLATE.contains(&r.as_str()) && distinct.len() >= 3;
+    RuleResult::new(
+        "confidence_reason_meaningful",
+        ok,
+        if ok {
+            "explains the evidence".to_string()
+        } else {
+            format!("too vague: {reason:?}")
+        },
+    )
+}
+
+/// Rule 4: the cited sections support the answer (content-word overlap).
+pub fn source_answer_alignment(answer: &str, sources_text: &str) -> (RuleResult, f64) {
+    let share = grounding_share(answer, sources_text);
+    (
+        RuleResult::new(
+            "source_answer_alignment",
+            share >= ALIGNMENT_MIN_SHARE,
+            format!(
+                "{:.0}% of the answer's content words occur in the cited sections (minimum {:.0}%)",
+                share * 100.0,
+                ALIGNMENT_MIN_SHARE * 100.0
+            ),
+        ),
+        share,
+    )
+}
+
+/// Rule 5: an out-of-domain answer cites no sources.
+pub fn out_of_domain_logic(out_of_domain: bool, n_sources: usize) -> RuleResult {
+    let ok = !out_of_domain || n_sources == 0;
+    RuleResult::new(
+        "out_of_domain_logic",
+        ok,
+        if ok {
+            "consistent".to_string()
+        } else {
+            format!("outOfDomain is true but {n_sources} sources are cited")
+        },
+    )
+}
+
+/// Share of the answer's content words that occur in the evidence (1.0 for an answer
+/// with no content words).
+pub fn grounding_share(answer: &str, evidence_text: &str) -> f64 {
+    let words = content_words(answer);
+    if words.is_empty() {
+        return 1.0;
+    }
+    overlap_share(&words, evidence_text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOURCE: &str = "To roll back, run `kubectl rollout undo deployment/lighthouse-api`. \
+        The check runs every 30 s. See operations/rollbacks.md.";
+
+    #[test]
+    fn planted_fake_paths_commands_urls_and_arns_are_flagged() {
+        let ok = hallucination_patterns(
+            "Run `kubectl rollout undo deployment/lighthouse-api`; checks run every 30 s.",
+            SOURCE,
+        );
+        assert!(ok.passed, "{ok:?}");
+        for planted in [
+            "Run `kubelet-tls-re-renew --force` first.",
+            "Edit config/lighthouse-secrets.yaml and restart.",
+            "See https://internal.example.com/runbook for details.",
+            "Use arn:aws:iam::123456789012:role/LighthouseAdmin to deploy.",
+            "The check runs every 45 s.",
+            "Then run kubectl delete pod lighthouse-api-0 to recover.",
+        ] {
+            let r = hallucination_patterns(planted, SOURCE);
+            assert!(!r.passed, "not flagged: {planted}");
+        }
+    }
+
+    #[test]
+    fn source_existence_names_the_missing_source() {
+        let exists = |f: &str, s: &str| f == "a.md" && s == "Intro";
+        let r = source_existence(
+            &[
+                ("a.md".into(), "Intro".into()),
+                ("b.md".into(), "Nope".into()),
+            ],
+            &exists,
+        );
+        assert!(!r.passed && r.detail.contains("b.md § Nope"));
+        assert!(source_existence(&[("a.md".into(), "Intro".into())], &exists).passed);
+    }
+
+    #[test]
+    fn confidence_reason_must_explain() {
+        assert!(!confidence_reason_meaningful("Seems right").passed);
+        assert!(!confidence_reason_meaningful("high confidence").passed);
+        assert!(!confidence_reason_meaningful("ok ok ok ok ok ok").passed);
+        assert!(
+            confidence_reason_meaningful(
+                "High confidence: the Quick Rollback section gives the exact command."
+            )
+            .passed
+        );
+    }
+
+    #[test]
+    fn alignment_needs_overlap_with_the_cited_text() {
+        let (r, share) =
+            source_answer_alignment("Run the rollout undo command to roll back.", SOURCE);
+        assert!(r.passed, "{share}");
+        let (r, _) =
+            source_answer_alignment("Bake bread at 220 degrees for forty minutes.", SOURCE);
+        assert!(!r.passed);
+    }
+
+    #[test]
+    fn out_of_domain_answers_cite_nothing() {
+        assert!(out_of_domain_logic(true, 0).passed);
+        assert!(!out_of_domain_logic(true, 1).passed);
+        assert!(out_of_domain_logic(false, 2).passed);
+    }
+}

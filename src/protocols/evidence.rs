@@ -1,0 +1,279 @@
+//! Evidence shared by the answer formats: the retrieved chunks, their sentences ranked by
+//! relevance to the question, the KB's domain, and the decisions that follow from the
+//! scores alone (answerable? out of domain?).
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::embed::cosine;
+use crate::kb::search::{search, Hit, SearchMode};
+use crate::kb::KnowledgeBase;
+
+/// Normalised score ((cos+1)/2) below which the best chunk does not answer the question.
+/// Tuned with `sextant bench ask` on the sample KB: its 65 labelled questions score
+/// ≥ 0.632, the out-of-domain probes of tests/fixtures/ask_probes.json ≤ 0.626.
+pub const ANSWERABLE_MIN_SCORE: f64 = 0.63;
+/// Normalised similarity to the KB's domain (its topics) below which a question that is
+/// also unanswerable is out of domain rather than "in domain, not documented". Tuned the
+/// same way: out-of-domain probes ≤ 0.671, in-domain probes ≥ 0.709.
+pub const DOMAIN_MIN_SCORE: f64 = 0.69;
+
+/// A sentence of a retrieved chunk, a candidate for the answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sentence {
+    pub text: String,
+    /// Index into `Evidence::hits`.
+    pub hit: usize,
+    /// Cosine to the question, plus a small bonus for shared words.
+    pub relevance: f32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Evidence {
+    pub question: String,
+    pub hits: Vec<Hit>,
+    /// Best hit's normalised score (0 when nothing was retrieved).
+    pub best_score: f64,
+    /// Sentences of the hits, most relevant first.
+    pub sentences: Vec<Sentence>,
+    /// Best normalised similarity of the question to the KB's domain topics.
+    pub domain_score: f64,
+    pub domain: Domain,
+    /// Names in the question (capitalised, acronyms, numbers) that occur nowhere in the
+    /// KB. Similarity cannot tell "how do I configure Kafka" from a documented question
+    /// about the same service; a name the documents never mention can.
+    pub unknown_terms: Vec<String>,
+}
+
+/// What a KB is about (`kb.toml` in the KB folder, else derived from document titles).
+#[derive(Debug, Clone, Serialize, serde::Deserialize, Default)]
+pub struct Domain {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub topics: Vec<String>,
+}
+
+impl Domain {
+    pub fn load(kb: &KnowledgeBase) -> Result<Domain> {
+        let path = kb.store.dir().join("kb.toml");
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            let d: Domain = toml::from_str(&text)
+                .map_err(|e| anyhow::anyhow!("{} is not valid: {e}", path.display()))?;
+            return Ok(d);
+        }
+        let mut stmt = kb
+            .store
+            .conn
+            .prepare("SELECT DISTINCT title FROM documents ORDER BY title")?;
+        let topics: Vec<String> = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let name = kb
+            .store
+            .dir()
+            .file_name()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_else(|| "knowledge base".into());
+        Ok(Domain {
+            description: format!("documentation about {}", topics.join(", ")),
+            name,
+            topics,
+        })
+    }
+}
+
+impl Evidence {
+    pub fn gather(kb: &KnowledgeBase, question: &str, k: usize) -> Result<Evidence> {
+        let hits = search(kb, question, k, SearchMode::Hybrid)?;
+        let best_score = hits.iter().map(|h| h.score).fold(0.0, f64::max);
+        let domain = Domain::load(kb)?;
+        let q = kb.embedder.embed(&[question])?.pop().unwrap_or_default();
+        let mut topic_texts: Vec<String> = domain.topics.clone();
+        if !domain.description.is_empty() {
+            topic_texts.push(domain.description.clone());
+        }
+        let topic_refs: Vec<&str> = topic_texts.iter().map(String::as_str).collect();
+        let domain_score = if topic_refs.is_empty() {
+            0.0
+        } else {
+            kb.embedder
+                .embed(&topic_refs)?
+                .iter()
+                .map(|v| crate::kb::search::normalised(cosine(&q, v)))
+                .fold(0.0, f64::max)
+        };
+        let mut sentences: Vec<Sentence> = Vec::new();
+        for (i, h) in hits.iter().enumerate() {
+            // Sentences come from the whole section, so none is cut at a chunk edge; a
+            // sentence belongs to the hit if the chunk holds its start or it holds the
+            // chunk's start.
+            let section = kb.store.section_text_of(h.key)?;
+            let head = |t: &str| t.chars().take(40).collect::<String>();
+            let chunk_head = head(&h.text);
+            let in_chunk: Vec<String> = split_sentences(&section)
+                .into_iter()
+                .filter(|s| h.text.contains(&head(s)) || s.contains(&chunk_head))
+                .collect();
+            for s in in_chunk {
+                if !sentences.iter().any(|x| x.text == s) {
+                    sentences.push(Sentence {
+                        text: s,
+                        hit: i,
+                        relevance: 0.0,
+                    });
+                }
+            }
+        }
+        if !sentences.is_empty() {
+            let refs: Vec<&str> = sentences.iter().map(|s| s.text.as_str()).collect();
+            let vectors = kb.embedder.embed(&refs)?;
+            let qwords = content_words(question);
+            for (s, v) in sentences.iter_mut().zip(&vectors) {
+                let overlap = overlap_share(&qwords, &s.text);
+                s.relevance = cosine(&q, v) + 0.2 * overlap as f32;
+            }
+            sentences.sort_by(|a, b| b.relevance.partial_cmp(&a.relevance).unwrap());
+        }
+        let mut unknown_terms = Vec::new();
+        for (i, raw) in question
+            .split(|c: char| !c.is_alphanumeric() && c != '-' && c != '_')
+            .filter(|w| !w.is_empty())
+            .enumerate()
+        {
+            let w = raw.trim_matches('-');
+            let named = (i > 0 && w.chars().next().is_some_and(char::is_uppercase))
+                || w.chars().skip(1).any(char::is_uppercase)
+                || w.chars().any(|c| c.is_ascii_digit());
+            if named && w.chars().count() >= 2 && !kb.store.term_known(w)? {
+                unknown_terms.push(w.to_string());
+            }
+        }
+        Ok(Evidence {
+            unknown_terms,
+            question: question.to_string(),
+            hits,
+            best_score,
+            sentences,
+            domain_score,
+            domain,
+        })
+    }
+
+    pub fn answerable(&self) -> bool {
+        self.best_score >= ANSWERABLE_MIN_SCORE && self.unknown_terms.is_empty()
+    }
+
+    pub fn out_of_domain(&self) -> bool {
+        !self.answerable() && self.domain_score < DOMAIN_MIN_SCORE
+    }
+}
+
+/// Splits chunk text into sentences (and lines: lists and commands are one per line);
+/// drops fragments too short to stand alone.
+pub fn split_sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    // A line ending in ':' introduces the next line (usually a command): keep them together.
+    let mut lines: Vec<String> = Vec::new();
+    for line in text.lines() {
+        match lines.last_mut() {
+            Some(prev) if prev.trim_end().ends_with(':') => {
+                prev.push(' ');
+                prev.push_str(line.trim());
+            }
+            _ => lines.push(line.to_string()),
+        }
+    }
+    for (n, line) in lines.iter().enumerate() {
+        // A chunk can start inside a sentence (chunks overlap): skip that fragment.
+        let line = if n == 0 && line.starts_with(|c: char| c.is_lowercase() || ",;)".contains(c)) {
+            match line.find(". ") {
+                Some(i) => &line[i + 2..],
+                None => continue,
+            }
+        } else {
+            line.as_str()
+        };
+        let mut start = 0;
+        let b = line.as_bytes();
+        for i in 0..b.len() {
+            let end_here =
+                matches!(b[i], b'.' | b'!' | b'?') && (i + 1 == b.len() || b[i + 1] == b' ');
+            if end_here {
+                push_sentence(&mut out, &line[start..=i]);
+                start = i + 1;
+            }
+        }
+        push_sentence(&mut out, &line[start..]);
+    }
+    out
+}
+
+fn push_sentence(out: &mut Vec<String>, s: &str) {
+    let s = s.trim();
+    if s.chars().count() >= 20 && s.chars().count() <= 400 {
+        out.push(s.to_string());
+    }
+}
+
+const STOP: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
+    "i", "if", "in", "is", "it", "its", "me", "my", "of", "on", "or", "our", "should", "so",
+    "that", "the", "their", "then", "there", "these", "this", "to", "was", "we", "what", "when",
+    "where", "which", "who", "why", "will", "with", "you", "your", "not", "no", "use", "used",
+    "using", "has", "have", "been", "into", "than", "also", "about",
+];
+
+/// Lowercased words of 2+ characters that carry meaning.
+pub fn content_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-')
+        .map(|w| w.trim_matches('-').to_lowercase())
+        .filter(|w| w.chars().count() >= 2 && !STOP.contains(&w.as_str()))
+        .collect()
+}
+
+/// Share of `words` that occur in `text` (as words).
+pub fn overlap_share(words: &[String], text: &str) -> f64 {
+    if words.is_empty() {
+        return 0.0;
+    }
+    let have: std::collections::HashSet<String> = content_words(text).into_iter().collect();
+    words.iter().filter(|w| have.contains(*w)).count() as f64 / words.len() as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentences_split_on_terminators_and_lines() {
+        let s = split_sentences(
+            "Run the rollback command now. Then check the status page!\nkubectl rollout undo deployment/x\nok.",
+        );
+        assert_eq!(
+            s,
+            vec![
+                "Run the rollback command now.",
+                "Then check the status page!",
+                "kubectl rollout undo deployment/x"
+            ]
+        );
+        let s = split_sentences(
+            "in our chart), so it is one command. To undo it, run:\nkubectl rollout undo x",
+        );
+        assert_eq!(s, vec!["To undo it, run: kubectl rollout undo x"]);
+    }
+
+    #[test]
+    fn content_words_drop_stopwords() {
+        assert_eq!(
+            content_words("How do I roll back the API?"),
+            vec!["roll", "back", "api"]
+        );
+        let w = content_words("roll back api");
+        assert!((overlap_share(&w, "To roll back the API, run x.") - 1.0).abs() < 1e-9);
+        assert!((overlap_share(&w, "unrelated words") - 0.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,473 @@
+//! The navigator response (seeds/navigator-response-format.md).
+//!
+//! What the model may choose is fixed per question by the decoder schema: `sources[].file`
+//! is an enum of the files actually retrieved and `sources[].section` an enum of that
+//! file's retrieved headings (one `anyOf` branch per file), so a non-existent file or
+//! section cannot be produced. `confidence`, `confidenceReason`, `outOfDomain`,
+//! `relatedTopics` and each source's `relevance` are computed by written rules from the
+//! evidence; then the seed's five validation rules run, and a failed rule lowers the
+//! confidence and says so in `confidenceReason`.
+//!
+//! Confidence rules (normalised scores, (cos + 1) / 2, of the best cited chunk):
+//! - high: best ≥ 0.78, and either one file is cited or every cited section scores
+//!   ≥ 0.75 (multiple confirming sources) — a direct answer, clearly matched;
+//! - medium: best ≥ 0.72, or sections from two or more files are combined (synthesis);
+//! - low: anything weaker that is still answerable (≥ 0.63): partially relevant;
+//! - each failed validation rule lowers the level by one (never below low).
+//!
+//! No information (best < 0.63, or the question names something no document mentions):
+//! empty sources, an honest answer, confidence high in the absence, `outOfDomain` false —
+//! unless the question is also far from the KB's topics (< 0.69), which makes it out of
+//! domain (seed Patterns 4 and 5).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::checks::{self, grounding_share};
+use super::evidence::{Evidence, ANSWERABLE_MIN_SCORE, DOMAIN_MIN_SCORE};
+use super::grounded::{
+    answer_pattern, candidates, evidence_listing, extractive_answer, CANDIDATES, MAX_SENTENCES,
+};
+use super::{llm_object, validate_against, AnswerMode, AskReport};
+use crate::kb::search::Hit;
+use crate::kb::KnowledgeBase;
+use crate::llm::Llm;
+
+pub const SCHEMA: &str = include_str!("../../schemas/navigator-response.schema.json");
+
+pub const HIGH_MIN: f64 = 0.78;
+pub const CONFIRMING_MIN: f64 = 0.75;
+pub const MEDIUM_MIN: f64 = 0.72;
+const MAX_SOURCES: usize = 3;
+const MAX_RELATED: usize = 5;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Source {
+    pub file: String,
+    pub section: String,
+    pub relevance: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NavigatorResponse {
+    pub answer: String,
+    pub sources: Vec<Source>,
+    pub confidence: String,
+    pub confidence_reason: String,
+    pub related_topics: Vec<String>,
+    pub out_of_domain: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Low,
+    Medium,
+    High,
+}
+
+impl Level {
+    fn name(self) -> &'static str {
+        match self {
+            Level::Low => "low",
+            Level::Medium => "medium",
+            Level::High => "high",
+        }
+    }
+    fn lower(self) -> Level {
+        match self {
+            Level::High => Level::Medium,
+            _ => Level::Low,
+        }
+    }
+}
+
+/// Retrieved sections grouped by file, best first: file → [(heading, best score, hit)].
+fn sections_by_file(hits: &[Hit]) -> BTreeMap<String, Vec<(String, f64)>> {
+    let mut m: BTreeMap<String, Vec<(String, f64)>> = BTreeMap::new();
+    for h in hits {
+        let e = m.entry(h.file.clone()).or_default();
+        match e.iter_mut().find(|(s, _)| *s == h.section) {
+            Some(x) => x.1 = x.1.max(h.score),
+            None => e.push((h.section.clone(), h.score)),
+        }
+    }
+    m
+}
+
+/// The decoder schema for this question's evidence.
+pub fn decoder_schema(hits: &[Hit], answer: Value) -> Value {
+    let branches: Vec<Value> = sections_by_file(hits)
+        .into_iter()
+        .map(|(file, sections)| {
+            let names: Vec<String> = sections.into_iter().map(|(s, _)| s).collect();
+            json!({
+                "type": "object", "additionalProperties": false,
+                "required": ["file", "section"],
+                "properties": {"file": {"const": file}, "section": {"enum": names}}
+            })
+        })
+        .collect();
+    json!({
+        "type": "object", "additionalProperties": false,
+        "required": ["answer", "sources"],
+        "properties": {
+            "answer": answer,
+            "sources": {"type": "array", "minItems": 1, "maxItems": MAX_SOURCES, "items": {"anyOf": branches}}
+        }
+    })
+}
+
+fn score_of(hits: &[Hit], file: &str, section: &str) -> f64 {
+    hits.iter()
+        .filter(|h| h.file == file && h.section == section)
+        .map(|h| h.score)
+        .fold(0.0, f64::max)
+}
+
+pub fn answer(
+    kb: &KnowledgeBase,
+    llm: Option<&mut Llm>,
+    question: &str,
+    k: usize,
+    mode: AnswerMode,
+) -> Result<(NavigatorResponse, AskReport)> {
+    let mut report = AskReport {
+        mode: format!("{mode:?}").to_lowercase(),
+        ..Default::default()
+    };
+    let t = Instant::now();
+    let ev = Evidence::gather(kb, question, k)?;
+    report.retrieval_ms = t.elapsed().as_secs_f64() * 1e3;
+    report.best_score = ev.best_score;
+    report.domain_score = ev.domain_score;
+    let about = if ev.domain.description.is_empty() {
+        ev.domain.name.clone()
+    } else {
+        ev.domain.description.clone()
+    };
+
+    if ev.out_of_domain() {
+        report.decision = format!(
+            "out of domain: best chunk {:.3} < {ANSWERABLE_MIN_SCORE} and domain similarity {:.3} < {DOMAIN_MIN_SCORE}",
+            ev.best_score, ev.domain_score
+        );
+        let response = NavigatorResponse {
+            answer: format!(
+                "This question is outside the domain of this knowledge base, which covers {about}. \
+                 Consult documentation or a team that covers the topic you asked about."
+            ),
+            sources: Vec::new(),
+            confidence: "high".into(),
+            confidence_reason: format!(
+                "Question is far from every document (best match {:.2}) and from the knowledge \
+                 base's topics (similarity {:.2}), so it is outside the configured domain.",
+                ev.best_score, ev.domain_score
+            ),
+            related_topics: ev.domain.topics.iter().take(3).cloned().collect(),
+            out_of_domain: true,
+        };
+        return finish(kb, response, &ev, report);
+    }
+    if !ev.answerable() {
+        report.decision = if ev.unknown_terms.is_empty() {
+            format!(
+                "in domain, no answer: best chunk {:.3} < {ANSWERABLE_MIN_SCORE}",
+                ev.best_score
+            )
+        } else {
+            format!(
+                "in domain, no answer: no document mentions {}",
+                ev.unknown_terms.join(", ")
+            )
+        };
+        let mut related: Vec<String> = Vec::new();
+        for h in &ev.hits {
+            if !related.contains(&h.section) {
+                related.push(h.section.clone());
+            }
+        }
+        related.truncate(MAX_RELATED);
+        let response = NavigatorResponse {
+            answer: if ev.unknown_terms.is_empty() {
+                format!(
+                    "I don't have information about this in the knowledge base. It covers \
+                     {about}, but no section answers this question."
+                )
+            } else {
+                format!(
+                    "I don't have information about {} in the knowledge base. It covers {about}.",
+                    ev.unknown_terms.join(", ")
+                )
+            },
+            sources: Vec::new(),
+            confidence: "high".into(),
+            confidence_reason: if ev.unknown_terms.is_empty() {
+                format!(
+                    "Searched the whole knowledge base: the closest passage scored {:.2}, below \
+                     the {ANSWERABLE_MIN_SCORE:.2} needed to support an answer. High confidence \
+                     in the absence of information.",
+                    ev.best_score
+                )
+            } else {
+                format!(
+                    "Searched the whole knowledge base: no document mentions {}. High confidence \
+                     in the absence of information.",
+                    ev.unknown_terms.join(", ")
+                )
+            },
+            related_topics: related,
+            out_of_domain: false,
+        };
+        return finish(kb, response, &ev, report);
+    }
+
+    report.decision = "answer from the retrieved sections".into();
+    let (answer, cited): (String, Vec<(String, String)>) = match mode {
+        // The answer's sentences are the citations: each comes from exactly one section.
+        AnswerMode::Extractive => {
+            let chosen = extractive_answer(&ev);
+            let mut cited = Vec::new();
+            for s in &chosen {
+                let h = &ev.hits[s.hit];
+                let key = (h.file.clone(), h.section.clone());
+                if !cited.contains(&key) {
+                    cited.push(key);
+                }
+            }
+            let text = chosen
+                .iter()
+                .map(|s| s.text.as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            (text, cited)
+        }
+        // The LLM chooses sentences; their sections are the citations (exact by
+        // construction, so the model's own citation guess is not needed).
+        AnswerMode::Grounded => {
+            let Some(llm) = llm else {
+                bail!("grounded mode needs the LLM")
+            };
+            let cands = candidates(&ev, CANDIDATES);
+            let schema = json!({
+                "type": "object", "additionalProperties": false, "required": ["answer"],
+                "properties": {"answer": {"type": "string", "pattern": answer_pattern(&cands, MAX_SENTENCES)}}
+            });
+            let user = format!(
+                "Documentation sentences:\n{}\n\nQuestion: {question}\n\
+                 Answer with the sentence or sentences above that answer the question, most \
+                 important first, copied exactly.",
+                evidence_listing(&ev, &cands)
+            );
+            let v = llm_object(llm, SYSTEM, &user, schema, &mut report)?;
+            let answer = v["answer"].as_str().unwrap_or_default().trim().to_string();
+            let mut cited: Vec<(String, String)> = Vec::new();
+            for s in &cands {
+                let h = &ev.hits[s.hit];
+                let key = (h.file.clone(), h.section.clone());
+                if answer.contains(&s.text) && !cited.contains(&key) {
+                    cited.push(key);
+                }
+            }
+            (answer, cited)
+        }
+        // Free text: the decoder schema ties each citation to a retrieved file and one of
+        // its retrieved sections.
+        AnswerMode::Llm => {
+            let Some(llm) = llm else {
+                bail!("llm mode needs the LLM")
+            };
+            let cands = candidates(&ev, CANDIDATES);
+            let answer_schema = json!({"type": "string", "minLength": 1, "maxLength": 400});
+            let schema = decoder_schema(&ev.hits, answer_schema);
+            let user = format!(
+                "Documentation sentences, with their file and section:\n{}\n\nQuestion: {question}\n\
+                 Answer from these sentences only, then cite the file and section of each one you used.",
+                evidence_listing(&ev, &cands)
+            );
+            let v = llm_object(llm, SYSTEM, &user, schema, &mut report)?;
+            let answer = v["answer"].as_str().unwrap_or_default().trim().to_string();
+            let mut cited: Vec<(String, String)> = Vec::new();
+            for s in v["sources"].as_array().cloned().unwrap_or_default() {
+                let key = (
+                    s["file"].as_str().unwrap_or_default().to_string(),
+                    s["section"].as_str().unwrap_or_default().to_string(),
+                );
+                if !cited.contains(&key) {
+                    cited.push(key);
+                }
+            }
+            (answer, cited)
+        }
+    };
+    let sources: Vec<Source> = cited
+        .iter()
+        .take(MAX_SOURCES)
+        .map(|(file, section)| Source {
+            file: file.clone(),
+            section: section.clone(),
+            relevance: relevance(&ev, file, section),
+        })
+        .collect();
+    let scores: Vec<f64> = sources
+        .iter()
+        .map(|s| score_of(&ev.hits, &s.file, &s.section))
+        .collect();
+    let best = scores.iter().copied().fold(0.0, f64::max);
+    let files: std::collections::BTreeSet<&str> = sources.iter().map(|s| s.file.as_str()).collect();
+    let level = confidence_level(&scores, files.len());
+    let confirming = scores.len() >= 2 && scores.iter().all(|s| *s >= CONFIRMING_MIN);
+    let why = match level {
+        Level::High if confirming => format!(
+            "{} cited sections all match the question closely (best {best:.2}) and agree",
+            sources.len()
+        ),
+        Level::High => format!(
+            "the cited section matches the question closely (score {best:.2}) and answers it directly"
+        ),
+        Level::Medium if files.len() >= 2 => format!(
+            "the answer combines sections from {} files (best score {best:.2})",
+            files.len()
+        ),
+        Level::Medium => {
+            format!("the cited section is relevant (score {best:.2}) but not an exact match")
+        }
+        Level::Low => format!("the closest section is only partially relevant (score {best:.2})"),
+    };
+    let mut related: Vec<String> = Vec::new();
+    for s in &sources {
+        if let Some(h) = ev
+            .hits
+            .iter()
+            .find(|h| h.file == s.file && h.section == s.section)
+        {
+            for n in kb.store.neighbour_headings(&h.file, &h.section_path)? {
+                if !related.contains(&n) && !sources.iter().any(|x| x.section == n) {
+                    related.push(n);
+                }
+            }
+        }
+    }
+    related.truncate(MAX_RELATED);
+    let response = NavigatorResponse {
+        answer,
+        sources,
+        confidence: level.name().into(),
+        confidence_reason: format!("{} confidence: {why}.", capitalise(level.name())),
+        related_topics: related,
+        out_of_domain: false,
+    };
+    finish_with_level(kb, response, &ev, report, Some(level))
+}
+
+/// The written confidence rules (module docs) over the cited sections' scores and the
+/// number of distinct files cited.
+pub fn confidence_level(scores: &[f64], files: usize) -> Level {
+    let best = scores.iter().copied().fold(0.0, f64::max);
+    let confirming = scores.len() >= 2 && scores.iter().all(|s| *s >= CONFIRMING_MIN);
+    if best >= HIGH_MIN && (files <= 1 || confirming) {
+        Level::High
+    } else if best >= MEDIUM_MIN || files >= 2 {
+        Level::Medium
+    } else {
+        Level::Low
+    }
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
+}
+
+/// The relevance line of a source: the evidence itself, so it cannot be invented.
+fn relevance(ev: &Evidence, file: &str, section: &str) -> String {
+    let best = ev
+        .sentences
+        .iter()
+        .find(|s| ev.hits[s.hit].file == file && ev.hits[s.hit].section == section);
+    let score = score_of(&ev.hits, file, section);
+    match best {
+        Some(s) => {
+            let excerpt: String = s.text.chars().take(100).collect();
+            let ellipsis = if s.text.chars().count() > 100 {
+                "…"
+            } else {
+                ""
+            };
+            format!("Matches the question (score {score:.2}): \"{excerpt}{ellipsis}\"")
+        }
+        None => format!("Retrieved for the question (score {score:.2})"),
+    }
+}
+
+fn finish(
+    kb: &KnowledgeBase,
+    response: NavigatorResponse,
+    ev: &Evidence,
+    report: AskReport,
+) -> Result<(NavigatorResponse, AskReport)> {
+    finish_with_level(kb, response, ev, report, None)
+}
+
+/// Runs the five rules, lowers confidence for each failure, validates the schema.
+fn finish_with_level(
+    kb: &KnowledgeBase,
+    mut response: NavigatorResponse,
+    ev: &Evidence,
+    mut report: AskReport,
+    level: Option<Level>,
+) -> Result<(NavigatorResponse, AskReport)> {
+    let t = Instant::now();
+    let cited: Vec<(String, String)> = response
+        .sources
+        .iter()
+        .map(|s| (s.file.clone(), s.section.clone()))
+        .collect();
+    let cited_text: String = ev
+        .hits
+        .iter()
+        .filter(|h| cited.iter().any(|(f, s)| *f == h.file && *s == h.section))
+        .map(|h| h.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let exists = |f: &str, s: &str| kb.store.section_exists(f, s).unwrap_or(false);
+    let mut rules = vec![
+        checks::source_existence(&cited, &exists),
+        checks::confidence_reason_meaningful(&response.confidence_reason),
+        checks::out_of_domain_logic(response.out_of_domain, response.sources.len()),
+    ];
+    if !response.sources.is_empty() {
+        rules.push(checks::hallucination_patterns(
+            &response.answer,
+            &cited_text,
+        ));
+        let (alignment, share) = checks::source_answer_alignment(&response.answer, &cited_text);
+        rules.push(alignment);
+        report.grounding_share = share;
+    } else {
+        report.grounding_share = grounding_share(&response.answer, &response.answer);
+    }
+    if let Some(mut level) = level {
+        let failed: Vec<&checks::RuleResult> = rules.iter().filter(|r| !r.passed).collect();
+        for f in &failed {
+            level = level.lower();
+            response
+                .confidence_reason
+                .push_str(&format!(" Lowered: {} failed ({}).", f.rule, f.detail));
+        }
+        response.confidence = level.name().into();
+    }
+    report.rules = rules;
+    validate_against(SCHEMA, &serde_json::to_value(&response)?)?;
+    report.validation_ms = t.elapsed().as_secs_f64() * 1e3;
+    Ok((response, report))
+}
+
+const SYSTEM: &str = "You are a documentation navigator. Answer the question using only the \
+    documentation sentences given, and cite the file and section of each sentence you use.";
