@@ -3,6 +3,7 @@
 //! changed. `search` retrieves by dense vectors, BM25, or both fused.
 
 pub mod chunk;
+pub mod domain;
 pub mod ingest;
 pub mod parse;
 pub mod search;
@@ -23,6 +24,8 @@ pub struct KnowledgeBase {
     pub embedder: Arc<Embedder>,
     /// What the consistency check on open found and repaired.
     pub repaired: Consistency,
+    /// The KB's domain and its topics' embeddings, computed once per open.
+    domain: std::sync::OnceLock<(domain::Domain, Vec<Vec<f32>>)>,
 }
 
 /// `--kb` resolution: an existing path or anything with a path separator is a directory;
@@ -88,7 +91,21 @@ impl KnowledgeBase {
             store,
             embedder,
             repaired: found,
+            domain: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The domain description and its embeddings, computed by `make` on first use.
+    pub fn domain(
+        &self,
+        make: impl FnOnce() -> Result<(domain::Domain, Vec<Vec<f32>>)>,
+    ) -> Result<(domain::Domain, Vec<Vec<f32>>)> {
+        if let Some(d) = self.domain.get() {
+            return Ok(d.clone());
+        }
+        let d = make()?;
+        let _ = self.domain.set(d.clone());
+        Ok(d)
     }
 
     pub fn stats(&mut self) -> Result<KbStats> {

@@ -42,9 +42,20 @@ const CANDIDATES: usize = 40;
 
 pub fn search(kb: &KnowledgeBase, query: &str, k: usize, mode: SearchMode) -> Result<Vec<Hit>> {
     let qv = kb.embedder.embed(&[query])?.pop().unwrap_or_default();
+    search_with_vector(kb, query, &qv, k, mode)
+}
+
+/// `search` with the query's embedding already computed.
+pub fn search_with_vector(
+    kb: &KnowledgeBase,
+    query: &str,
+    qv: &[f32],
+    k: usize,
+    mode: SearchMode,
+) -> Result<Vec<Hit>> {
     let pool = CANDIDATES.max(k);
     let dense = if mode != SearchMode::Bm25 {
-        kb.store.dense(&qv, pool)?
+        kb.store.dense(qv, pool)?
     } else {
         Vec::new()
     };
@@ -70,7 +81,7 @@ pub fn search(kb: &KnowledgeBase, query: &str, k: usize, mode: SearchMode) -> Re
         };
         let cos = match cosines.get(&key) {
             Some(c) => *c,
-            None => kb.store.vector(key).map(|v| cosine(&qv, &v)).unwrap_or(0.0),
+            None => kb.store.vector(key).map(|v| cosine(qv, &v)).unwrap_or(0.0),
         };
         hits.push(Hit {
             id: c.chunk_id,

@@ -6,7 +6,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::embed::cosine;
-use crate::kb::search::{search, Hit, SearchMode};
+pub use crate::kb::domain::Domain;
+use crate::kb::search::{search_with_vector, Hit, SearchMode};
 use crate::kb::KnowledgeBase;
 
 /// Normalised score ((cos+1)/2) below which the best chunk does not answer the question.
@@ -45,66 +46,25 @@ pub struct Evidence {
     pub unknown_terms: Vec<String>,
 }
 
-/// What a KB is about (`kb.toml` in the KB folder, else derived from document titles).
-#[derive(Debug, Clone, Serialize, serde::Deserialize, Default)]
-pub struct Domain {
-    #[serde(default)]
-    pub name: String,
-    #[serde(default)]
-    pub description: String,
-    #[serde(default)]
-    pub topics: Vec<String>,
-}
-
-impl Domain {
-    pub fn load(kb: &KnowledgeBase) -> Result<Domain> {
-        let path = kb.store.dir().join("kb.toml");
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            let d: Domain = toml::from_str(&text)
-                .map_err(|e| anyhow::anyhow!("{} is not valid: {e}", path.display()))?;
-            return Ok(d);
-        }
-        let mut stmt = kb
-            .store
-            .conn
-            .prepare("SELECT DISTINCT title FROM documents ORDER BY title")?;
-        let topics: Vec<String> = stmt
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        let name = kb
-            .store
-            .dir()
-            .file_name()
-            .map(|s| s.to_string_lossy().to_string())
-            .unwrap_or_else(|| "knowledge base".into());
-        Ok(Domain {
-            description: format!("documentation about {}", topics.join(", ")),
-            name,
-            topics,
-        })
-    }
-}
-
 impl Evidence {
     pub fn gather(kb: &KnowledgeBase, question: &str, k: usize) -> Result<Evidence> {
-        let hits = search(kb, question, k, SearchMode::Hybrid)?;
-        let best_score = hits.iter().map(|h| h.score).fold(0.0, f64::max);
-        let domain = Domain::load(kb)?;
         let q = kb.embedder.embed(&[question])?.pop().unwrap_or_default();
-        let mut topic_texts: Vec<String> = domain.topics.clone();
-        if !domain.description.is_empty() {
-            topic_texts.push(domain.description.clone());
-        }
-        let topic_refs: Vec<&str> = topic_texts.iter().map(String::as_str).collect();
-        let domain_score = if topic_refs.is_empty() {
-            0.0
-        } else {
-            kb.embedder
-                .embed(&topic_refs)?
-                .iter()
-                .map(|v| crate::kb::search::normalised(cosine(&q, v)))
-                .fold(0.0, f64::max)
-        };
+        let hits = search_with_vector(kb, question, &q, k, SearchMode::Hybrid)?;
+        let best_score = hits.iter().map(|h| h.score).fold(0.0, f64::max);
+        let (domain, topic_vectors) = kb.domain(|| {
+            let domain = Domain::load(kb)?;
+            let mut texts: Vec<String> = domain.topics.clone();
+            if !domain.description.is_empty() {
+                texts.push(domain.description.clone());
+            }
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = kb.embedder.embed(&refs)?;
+            Ok((domain, vectors))
+        })?;
+        let domain_score = topic_vectors
+            .iter()
+            .map(|v| crate::kb::search::normalised(cosine(&q, v)))
+            .fold(0.0, f64::max);
         let mut sentences: Vec<Sentence> = Vec::new();
         for (i, h) in hits.iter().enumerate() {
             // Sentences come from the whole section, so none is cut at a chunk edge; a

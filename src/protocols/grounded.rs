@@ -65,6 +65,23 @@ pub fn evidence_listing(ev: &Evidence, sentences: &[&Sentence]) -> String {
         .join("\n")
 }
 
+/// Joins answer sentences: a space after a sentence, a line break after a line that does
+/// not end one (a command), so the text reads as written.
+pub fn join_sentences(sentences: &[&str]) -> String {
+    let mut out = String::new();
+    for s in sentences {
+        if !out.is_empty() {
+            out.push(if out.ends_with(['.', '!', '?']) {
+                ' '
+            } else {
+                '\n'
+            });
+        }
+        out.push_str(s);
+    }
+    out
+}
+
 /// The extractive answer: the best sentence and those nearly as relevant (up to
 /// `MAX_SENTENCES`), most relevant first.
 pub fn extractive_answer(ev: &Evidence) -> Vec<&Sentence> {

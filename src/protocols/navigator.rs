@@ -30,7 +30,8 @@ use serde_json::{json, Value};
 use super::checks::{self, grounding_share};
 use super::evidence::{Evidence, ANSWERABLE_MIN_SCORE, DOMAIN_MIN_SCORE};
 use super::grounded::{
-    answer_pattern, candidates, evidence_listing, extractive_answer, CANDIDATES, MAX_SENTENCES,
+    answer_pattern, candidates, evidence_listing, extractive_answer, join_sentences, CANDIDATES,
+    MAX_SENTENCES,
 };
 use super::{llm_object, validate_against, AnswerMode, AskReport};
 use crate::kb::search::Hit;
@@ -239,11 +240,7 @@ pub fn answer(
                     cited.push(key);
                 }
             }
-            let text = chosen
-                .iter()
-                .map(|s| s.text.as_str())
-                .collect::<Vec<_>>()
-                .join(" ");
+            let text = join_sentences(&chosen.iter().map(|s| s.text.as_str()).collect::<Vec<_>>());
             (text, cited)
         }
         // The LLM chooses sentences; their sections are the citations (exact by

@@ -12,7 +12,8 @@ use serde_json::json;
 use super::checks::grounding_share;
 use super::evidence::Evidence;
 use super::grounded::{
-    answer_pattern, candidates, evidence_listing, extractive_answer, CANDIDATES, MAX_SENTENCES,
+    answer_pattern, candidates, evidence_listing, extractive_answer, join_sentences, CANDIDATES,
+    MAX_SENTENCES,
 };
 use super::{llm_object, validate_against, AnswerMode, AskReport};
 use crate::kb::KnowledgeBase;
@@ -85,11 +86,12 @@ pub fn answer(
     } else {
         report.decision = "answer from the retrieved chunks".into();
         match mode {
-            AnswerMode::Extractive => extractive_answer(&ev)
-                .iter()
-                .map(|s| s.text.as_str())
-                .collect::<Vec<_>>()
-                .join(" "),
+            AnswerMode::Extractive => join_sentences(
+                &extractive_answer(&ev)
+                    .iter()
+                    .map(|s| s.text.as_str())
+                    .collect::<Vec<_>>(),
+            ),
             AnswerMode::Grounded => {
                 let Some(llm) = llm else {
                     bail!("grounded mode needs the LLM")
