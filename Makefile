@@ -20,16 +20,27 @@ models: build
 test: models
 	$(CARGO) test --release
 
-# Five valid objects from the embedded model, one per seed response format.
+# Five valid objects from the embedded model, one per seed response format; then the
+# sample knowledge base goes into the default KB and is asked in both answer formats.
 demo: models
 	@for s in $(SCHEMAS); do \
 	  echo "== sextant generate --schema schemas/$$s.schema.json --example"; \
 	  $(SEXTANT) generate --schema schemas/$$s.schema.json --example || exit 1; \
 	done
+	@echo "== sextant ingest examples/kb"
+	$(SEXTANT) ingest examples/kb
+	@echo "== sextant search \"how do I roll back a deployment\""
+	$(SEXTANT) search "how do I roll back a deployment"
+	@echo "== sextant ask --format navigator \"How do I roll back a deployment?\""
+	$(SEXTANT) ask --format navigator "How do I roll back a deployment?"
+	@echo "== sextant ask --format rag \"How do I roll back a deployment?\""
+	$(SEXTANT) ask --format rag "How do I roll back a deployment?"
 
 bench: models
 	$(SEXTANT) bench generate
 	$(SEXTANT) bench kb
+	$(SEXTANT) ingest --kb target/bench-kb examples/kb
+	$(SEXTANT) bench ask --kb target/bench-kb
 
 # Regenerates the sample KB's PDF from scripts/sample-pdf/oncall-guide.md (the PDF is
 # committed; this is only needed after editing the text). Installs fpdf2 in a venv.

@@ -157,4 +157,39 @@ fn ingest_then_search_json_finds_the_rollback_section_first() {
     assert_eq!(s["documents"], 20);
     assert_eq!(s["consistent"], true);
     assert_eq!(s["chunks"], s["vectors"]);
+
+    // Both answer formats, exactly the seed's fields, valid against schemas/.
+    for (format, schema, fields) in [
+        (
+            "navigator",
+            "schemas/navigator-response.schema.json",
+            &["answer", "sources", "confidence", "confidenceReason", "relatedTopics", "outOfDomain"][..],
+        ),
+        (
+            "rag",
+            "schemas/rag-response.schema.json",
+            &["final_answer", "retrieved_chunks", "confidence"][..],
+        ),
+    ] {
+        let o = sextant(&[
+            "ask",
+            "--kb",
+            kb_dir,
+            "--format",
+            format,
+            "--explain",
+            "How do I roll back a deployment?",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(keys, fields.iter().collect::<Vec<_>>(), "{v:#}");
+        let schema: Value =
+            serde_json::from_str(&std::fs::read_to_string(schema).unwrap()).unwrap();
+        assert!(jsonschema::validator_for(&schema).unwrap().is_valid(&v), "{v:#}");
+        let text = v.get("answer").or(v.get("final_answer")).unwrap().as_str().unwrap();
+        assert!(text.contains("kubectl rollout undo"), "{text}");
+        let err = stderr(&o);
+        assert!(err.contains("grounding:") && err.contains("validation:"), "{err}");
+    }
 }
