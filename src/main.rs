@@ -577,8 +577,21 @@ fn watch(
     use notify::{RecursiveMode, Watcher};
     let (tx, rx) = std::sync::mpsc::channel();
     let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
-        if ev.is_ok() {
-            let _ = tx.send(());
+        use notify::event::{EventKind, ModifyKind};
+        // Only content changes: reading the files during ingest raises access and
+        // metadata events, which must not trigger another ingest.
+        if let Ok(ev) = ev {
+            let relevant = matches!(
+                ev.kind,
+                EventKind::Create(_)
+                    | EventKind::Remove(_)
+                    | EventKind::Modify(
+                        ModifyKind::Data(_) | ModifyKind::Name(_) | ModifyKind::Any
+                    )
+            );
+            if relevant {
+                let _ = tx.send(());
+            }
         }
     })?;
     for p in paths {

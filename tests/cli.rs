@@ -163,7 +163,14 @@ fn ingest_then_search_json_finds_the_rollback_section_first() {
         (
             "navigator",
             "schemas/navigator-response.schema.json",
-            &["answer", "sources", "confidence", "confidenceReason", "relatedTopics", "outOfDomain"][..],
+            &[
+                "answer",
+                "sources",
+                "confidence",
+                "confidenceReason",
+                "relatedTopics",
+                "outOfDomain",
+            ][..],
         ),
         (
             "rag",
@@ -186,10 +193,83 @@ fn ingest_then_search_json_finds_the_rollback_section_first() {
         assert_eq!(keys, fields.iter().collect::<Vec<_>>(), "{v:#}");
         let schema: Value =
             serde_json::from_str(&std::fs::read_to_string(schema).unwrap()).unwrap();
-        assert!(jsonschema::validator_for(&schema).unwrap().is_valid(&v), "{v:#}");
-        let text = v.get("answer").or(v.get("final_answer")).unwrap().as_str().unwrap();
+        assert!(
+            jsonschema::validator_for(&schema).unwrap().is_valid(&v),
+            "{v:#}"
+        );
+        let text = v
+            .get("answer")
+            .or(v.get("final_answer"))
+            .unwrap()
+            .as_str()
+            .unwrap();
         assert!(text.contains("kubectl rollout undo"), "{text}");
         let err = stderr(&o);
-        assert!(err.contains("grounding:") && err.contains("validation:"), "{err}");
+        assert!(
+            err.contains("grounding:") && err.contains("validation:"),
+            "{err}"
+        );
     }
+}
+
+#[test]
+fn ingest_watch_follows_additions_and_deletions() {
+    let docs = tempfile::tempdir().unwrap();
+    let kb = tempfile::tempdir().unwrap();
+    std::fs::write(
+        docs.path().join("a.md"),
+        "# Alpha\n\nThe alpha service listens on port 7001.\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .args(["ingest", "--watch", "--kb"])
+        .arg(kb.path())
+        .arg(docs.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stats = |kb: &Path| -> Value {
+        let o = sextant(&["kb", "stats", "--json", "--kb", kb.to_str().unwrap()]);
+        serde_json::from_slice(&o.stdout).unwrap_or(Value::Null)
+    };
+    let wait_for = |docs: u64| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            if stats(kb.path())["documents"] == docs {
+                return true;
+            }
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+    };
+    assert!(wait_for(1), "initial ingest");
+    // Let the watcher start before changing the folder.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    std::fs::write(
+        docs.path().join("z.md"),
+        "# Zebra\n\nThe zebra controller uses port 9009.\n",
+    )
+    .unwrap();
+    let added = wait_for(2);
+    std::fs::remove_file(docs.path().join("a.md")).unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let removed = wait_for(1);
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(added, "the new file was not ingested");
+    assert!(removed, "the deleted file was not removed");
+    let o = sextant(&[
+        "search",
+        "--kb",
+        kb.path().to_str().unwrap(),
+        "--json",
+        "--mode",
+        "bm25",
+        "zebra controller",
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["hits"][0]["file"], "z.md");
 }

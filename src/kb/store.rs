@@ -380,7 +380,10 @@ impl Store {
             return Ok(());
         }
         let path = self.dir.join(INDEX_FILE);
-        let tmp = self.dir.join(format!("{INDEX_FILE}.tmp"));
+        // Per-process temp name: two processes saving at once each rename a whole file.
+        let tmp = self
+            .dir
+            .join(format!("{INDEX_FILE}.{}.tmp", std::process::id()));
         self.index
             .save(tmp.to_str().ok_or_else(|| anyhow!("non-UTF-8 path"))?)
             .map_err(|e| anyhow!("cannot write {}: {e}", tmp.display()))?;
