@@ -598,7 +598,7 @@ pub struct AskBenchReport {
 /// sample KB's labelled questions, and the out-of-domain / no-answer decisions on probes.
 pub fn run_ask(kb: &crate::kb::KnowledgeBase, llm: &mut Llm, args: &AskBenchArgs) -> Result<()> {
     use crate::protocols::evidence::{content_words, overlap_share, Evidence};
-    use crate::protocols::{navigator, rag, AnswerMode};
+    use crate::protocols::{navigator, rag};
     let mut qs: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(&args.questions)?)?;
     if args.limit > 0 {
@@ -659,9 +659,6 @@ pub fn run_ask(kb: &crate::kb::KnowledgeBase, llm: &mut Llm, args: &AskBenchArgs
         probe_best = probe_best.max(ev.best_score);
         in_dom_min = in_dom_min.min(ev.domain_score);
         na_ok += (!ev.answerable() && !ev.out_of_domain()) as usize;
-    }
-    for q in &qs {
-        let _ = q;
     }
 
     let mut modes = Vec::new();
@@ -733,7 +730,6 @@ pub fn run_ask(kb: &crate::kb::KnowledgeBase, llm: &mut Llm, args: &AskBenchArgs
                 mean_grounding_share: grounding / n,
                 refused: refused as f64 / n,
             });
-            let _ = AnswerMode::Extractive;
         }
     }
     let report = AskBenchReport {

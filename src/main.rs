@@ -513,11 +513,10 @@ fn ingest(store: &ModelStore, args: IngestArgs) -> Result<()> {
     }
     let mut kb = open_kb(store, &args.kb)?;
     let opts = IngestOptions::default();
-    let report = run_ingest(&mut kb, &args.paths, &opts, args.json)?;
+    run_ingest(&mut kb, &args.paths, &opts, args.json)?;
     if !args.watch {
         return Ok(());
     }
-    let _ = report;
     watch(&mut kb, &args.paths, &opts, args.json)
 }
 

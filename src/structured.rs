@@ -110,20 +110,15 @@ pub fn generate_structured(
         on_text,
     )?;
     let text = generation.text.clone();
-    match generation.stop {
-        StopReason::MaxTokens => {
-            return Err(StructuredError::Incomplete {
-                max_tokens: req.max_tokens,
-                partial: text,
-            }
-            .into())
+    if generation.stop == StopReason::MaxTokens {
+        return Err(StructuredError::Incomplete {
+            max_tokens: req.max_tokens,
+            partial: text,
         }
-        StopReason::EndToken if !constraint.is_stopped() && validator.is_some() => {
-            // The grammar only allows an end token where the output is complete, so this
-            // is reached only when the JSON closed and the model then ended its turn.
-        }
-        _ => {}
+        .into());
     }
+    // An end token is only allowed where the grammar accepts, so output that ended on one
+    // parses; if it does not, say that the model stopped early rather than "invalid".
     let value = match validator {
         Some(v) => {
             let value: Value = serde_json::from_str(&text).map_err(|e| match generation.stop {

@@ -60,6 +60,25 @@ pub struct AskReport {
     pub decoder_schema: Option<Value>,
 }
 
+/// Retrieval for one question, with the report's retrieval figures filled in.
+pub(crate) fn gather(
+    kb: &crate::kb::KnowledgeBase,
+    question: &str,
+    k: usize,
+    mode: AnswerMode,
+) -> Result<(evidence::Evidence, AskReport)> {
+    let t = std::time::Instant::now();
+    let ev = evidence::Evidence::gather(kb, question, k)?;
+    let report = AskReport {
+        mode: format!("{mode:?}").to_lowercase(),
+        retrieval_ms: t.elapsed().as_secs_f64() * 1e3,
+        best_score: ev.best_score,
+        domain_score: ev.domain_score,
+        ..Default::default()
+    };
+    Ok((ev, report))
+}
+
 /// Runs the LLM under `schema` and returns the object.
 pub(crate) fn llm_object(
     llm: &mut Llm,

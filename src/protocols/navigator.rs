@@ -137,15 +137,7 @@ pub fn answer(
     k: usize,
     mode: AnswerMode,
 ) -> Result<(NavigatorResponse, AskReport)> {
-    let mut report = AskReport {
-        mode: format!("{mode:?}").to_lowercase(),
-        ..Default::default()
-    };
-    let t = Instant::now();
-    let ev = Evidence::gather(kb, question, k)?;
-    report.retrieval_ms = t.elapsed().as_secs_f64() * 1e3;
-    report.best_score = ev.best_score;
-    report.domain_score = ev.domain_score;
+    let (ev, mut report) = super::gather(kb, question, k, mode)?;
     let about = if ev.domain.description.is_empty() {
         ev.domain.name.clone()
     } else {

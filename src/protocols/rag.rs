@@ -10,7 +10,6 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::checks::grounding_share;
-use super::evidence::Evidence;
 use super::grounded::{
     answer_pattern, candidates, evidence_listing, extractive_answer, join_sentences, CANDIDATES,
     MAX_SENTENCES,
@@ -49,15 +48,7 @@ pub fn answer(
     k: usize,
     mode: AnswerMode,
 ) -> Result<(RagResponse, AskReport)> {
-    let mut report = AskReport {
-        mode: format!("{mode:?}").to_lowercase(),
-        ..Default::default()
-    };
-    let t = Instant::now();
-    let ev = Evidence::gather(kb, question, k)?;
-    report.retrieval_ms = t.elapsed().as_secs_f64() * 1e3;
-    report.best_score = ev.best_score;
-    report.domain_score = ev.domain_score;
+    let (ev, mut report) = super::gather(kb, question, k, mode)?;
     let retrieved_chunks: Vec<RagChunk> = ev
         .hits
         .iter()
