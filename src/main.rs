@@ -55,6 +55,8 @@ enum Command {
     Search(SearchArgs),
     /// Answer a question from a knowledge base, as a RAG or navigator JSON object.
     Ask(AskArgs),
+    /// Jump to the section a question is about (the navigate_to_section tool call).
+    Navigate(NavigateArgs),
     /// Knowledge base information.
     Kb {
         #[command(subcommand)]
@@ -149,6 +151,23 @@ struct AskArgs {
     #[arg(long)]
     explain: bool,
     question: String,
+}
+
+#[derive(Args)]
+struct NavigateArgs {
+    #[command(flatten)]
+    kb: KbArg,
+    /// Print the tool definition built from the KB's headings (OpenAI function format)
+    /// instead of navigating.
+    #[arg(long)]
+    tool_json: bool,
+    /// With --tool-json: Gemini's functionDeclarations format instead.
+    #[arg(long, requires = "tool_json")]
+    gemini: bool,
+    #[arg(long)]
+    explain: bool,
+    #[arg(required_unless_present = "tool_json")]
+    question: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -268,6 +287,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Ingest(args) => ingest(&store, args),
         Command::Search(args) => search(&store, args),
         Command::Ask(args) => ask(&store, cli.llm.as_deref(), args),
+        Command::Navigate(args) => navigate(&store, cli.llm.as_deref(), args),
         Command::Kb {
             command: KbCommand::Stats { kb, json },
         } => {
@@ -694,5 +714,41 @@ fn ask(store: &ModelStore, llm_name: Option<&str>, args: AskArgs) -> Result<()> 
         eprintln!("validation: the object is valid against its schema in schemas/");
     }
     println!("{}", serde_json::to_string_pretty(&value)?);
+    Ok(())
+}
+
+fn navigate(store: &ModelStore, llm_name: Option<&str>, args: NavigateArgs) -> Result<()> {
+    use sextant::protocols::navigate::{self, HeadingTree};
+    let kb = open_kb(store, &args.kb)?;
+    if args.tool_json {
+        let tree = HeadingTree::load(&kb)?;
+        let tool = if args.gemini {
+            tree.gemini_declaration()
+        } else {
+            tree.tool_definition()
+        };
+        println!("{}", serde_json::to_string_pretty(&tool)?);
+        return Ok(());
+    }
+    let question = args.question.unwrap_or_default();
+    let tree = HeadingTree::load(&kb)?;
+    // The LLM is loaded only when the fast path does not decide.
+    let mut llm = if navigate::fuzzy_match(&tree, &question).is_none() {
+        let model = store.resolve(Role::Llm, llm_name)?;
+        Some(Llm::load(&model, &LoadOptions::from_env()?)?)
+    } else {
+        None
+    };
+    let (nav, report) = navigate::navigate(&kb, llm.as_mut(), &question)?;
+    if args.explain {
+        eprintln!("decision: {}", report.decision);
+        for n in &report.notes {
+            eprintln!("note: {n}");
+        }
+        if let Some(s) = &report.decoder_schema {
+            eprintln!("decoder schema: {}", serde_json::to_string(s)?);
+        }
+    }
+    println!("{}", serde_json::to_string_pretty(&nav)?);
     Ok(())
 }

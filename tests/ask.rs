@@ -228,3 +228,55 @@ fn llm_mode_citations_can_only_name_retrieved_sections() {
     // Rules 1 and 4 report on the free-text answer; whatever the model wrote, the
     // citations exist.
 }
+
+#[test]
+fn navigate_to_section_uses_the_real_heading_tree() {
+    use sextant::protocols::navigate::{navigate, HeadingTree};
+    let kb = kb();
+    let tree = HeadingTree::load(&kb).unwrap();
+    let tool = tree.tool_definition();
+    let params = tool["function"]["parameters"].clone();
+    // Every enum value is a real heading.
+    for s in params["properties"]["section"]["enum"].as_array().unwrap() {
+        let (_, node, _) = tree
+            .sections
+            .iter()
+            .find(|x| x.0 == s.as_str().unwrap())
+            .unwrap();
+        assert!(
+            kb.store
+                .section_exists(&node.file, s.as_str().unwrap())
+                .unwrap(),
+            "{s}"
+        );
+    }
+    assert!(tree.sections.iter().any(|s| s.0 == "Rollbacks"));
+    let validator = jsonschema::validator_for(&params).unwrap();
+
+    // Fast path: the heading is named.
+    let (nav, report) = navigate(&kb, None, "take me to the TLS certificates page").unwrap();
+    assert!(report.decision.starts_with("fast path"));
+    assert_eq!(nav.target.file, "security/tls-certificates.md");
+    assert!(validator.is_valid(&nav.call["arguments"]));
+
+    // LLM path: the pair it chooses always exists under its section.
+    let mut llm = llm();
+    for q in [
+        "my pods keep restarting, where do I look?",
+        "where is the bit about undoing a bad release",
+    ] {
+        let (nav, report) = navigate(&kb, Some(&mut llm), q).unwrap();
+        assert!(report.decision.starts_with("LLM"), "{}", report.decision);
+        let args = &nav.call["arguments"];
+        assert!(validator.is_valid(args), "{args}");
+        let section = args["section"].as_str().unwrap();
+        let sub = args["subsection"].as_str();
+        let (node, fell_back) = tree.resolve(section, sub, &[]).unwrap();
+        assert!(!fell_back, "{args}");
+        assert_eq!(node.file, nav.target.file);
+        assert_eq!(
+            nav.target.section_path.first().map(String::as_str),
+            Some(section)
+        );
+    }
+}

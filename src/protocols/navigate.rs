@@ -1,0 +1,445 @@
+//! `navigate_to_section` (seeds/section-navigation-protocol.md): the tool's enums are the
+//! KB's real heading tree ("dynamic enums"). Top-level sections are each document's top
+//! headings (its H1 or title), subsections their children, deeper headings a `path`.
+//!
+//! Routing: a fuzzy match of the question to a heading routes directly (the seed's fast
+//! path); otherwise the LLM chooses under a decoder schema with one `anyOf` branch per
+//! candidate section whose `subsection` is an enum of that section's own subsections, so
+//! an invalid pairing cannot be generated. A subsection that does not exist falls back to
+//! its parent section.
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::kb::search::{search, SearchMode};
+use crate::kb::KnowledgeBase;
+use crate::llm::Llm;
+
+use super::{llm_object, AskReport};
+
+/// One heading of the tree with where it lives.
+#[derive(Debug, Clone, Serialize)]
+pub struct Node {
+    pub file: String,
+    pub anchor: String,
+    pub section_path: Vec<String>,
+}
+
+/// A top-level section: its name, where it is, and its subsections.
+pub type TopSection = (String, Node, Vec<(String, Node)>);
+
+#[derive(Debug, Clone, Default)]
+pub struct HeadingTree {
+    /// Top-level sections in KB order, each with its subsections (and their nodes).
+    pub sections: Vec<TopSection>,
+    /// Every heading of depth ≥ 3, for the `path` argument.
+    pub deeper: Vec<Node>,
+}
+
+impl HeadingTree {
+    pub fn load(kb: &KnowledgeBase) -> Result<HeadingTree> {
+        let mut stmt = kb.store.conn.prepare(
+            "SELECT d.path, s.path, s.anchor FROM sections s JOIN documents d ON d.id = s.doc_id
+             ORDER BY d.path, s.ord",
+        )?;
+        let rows: Vec<(String, String, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut tree = HeadingTree::default();
+        for (file, path, anchor) in rows {
+            let path: Vec<String> = serde_json::from_str(&path).unwrap_or_default();
+            let node = Node {
+                file: file.clone(),
+                anchor,
+                section_path: path.clone(),
+            };
+            match path.len() {
+                // Names must be unique in an enum: the first document keeps a name.
+                1 if !tree.sections.iter().any(|(n, _, _)| *n == path[0]) => {
+                    tree.sections.push((path[0].clone(), node, Vec::new()));
+                }
+                2 => {
+                    if let Some((_, top, subs)) =
+                        tree.sections.iter_mut().find(|(n, _, _)| *n == path[0])
+                    {
+                        if top.file == file && !subs.iter().any(|(s, _)| *s == path[1]) {
+                            subs.push((path[1].clone(), node));
+                        }
+                    }
+                }
+                n if n >= 3 => tree.deeper.push(node),
+                _ => {}
+            }
+        }
+        Ok(tree)
+    }
+
+    /// The seed's tool definition (OpenAI function format): section enum, combined
+    /// subsection enum, the valid pairs listed in the description, optional path.
+    pub fn tool_definition(&self) -> Value {
+        let listing: Vec<String> = self
+            .sections
+            .iter()
+            .map(|(n, _, subs)| {
+                if subs.is_empty() {
+                    n.clone()
+                } else {
+                    let s: Vec<&str> = subs.iter().map(|(s, _)| s.as_str()).collect();
+                    format!("{n} (subsections: {})", s.join(", "))
+                }
+            })
+            .collect();
+        let mut all_subs: Vec<String> = Vec::new();
+        for (_, _, subs) in &self.sections {
+            for (s, _) in subs {
+                if !all_subs.contains(s) {
+                    all_subs.push(s.clone());
+                }
+            }
+        }
+        json!({
+            "type": "function",
+            "function": {
+                "name": "navigate_to_section",
+                "description": format!(
+                    "When user asks about content related to these sections, navigate there instead of describing it. Available sections: {}",
+                    listing.join("; ")
+                ),
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "section": {"type": "string", "description": "The main section name",
+                                    "enum": self.sections.iter().map(|(n, _, _)| n.clone()).collect::<Vec<_>>()},
+                        "subsection": {"type": "string", "description": "The subsection name within the main section (optional). Only provide if user asks about specific subsection content. Must be a valid subsection under the chosen section.", "enum": all_subs},
+                        "path": {"type": "array", "items": {"type": "string"}, "description": "Headings below the subsection, for deeper nesting (optional)"}
+                    },
+                    "required": ["section"]
+                }
+            }
+        })
+    }
+
+    /// The same tool in Gemini's `functionDeclarations` format.
+    pub fn gemini_declaration(&self) -> Value {
+        let f = &self.tool_definition()["function"];
+        json!({"functionDeclarations": [f]})
+    }
+
+    /// Decoder schema over `sections` (names): one branch per section, its own
+    /// subsections only.
+    pub fn decoder_schema(&self, sections: &[String]) -> Value {
+        let branches: Vec<Value> = self
+            .sections
+            .iter()
+            .filter(|(n, _, _)| sections.contains(n))
+            .map(|(n, _, subs)| {
+                let mut props = serde_json::Map::new();
+                props.insert("section".into(), json!({"const": n}));
+                if !subs.is_empty() {
+                    let names: Vec<&str> = subs.iter().map(|(s, _)| s.as_str()).collect();
+                    props.insert("subsection".into(), json!({"enum": names}));
+                }
+                json!({"type": "object", "additionalProperties": false, "required": ["section"], "properties": props})
+            })
+            .collect();
+        json!({"anyOf": branches})
+    }
+
+    /// Where a call lands: the subsection if it exists under the section, else the
+    /// section itself (the seed's fallback); a `path` descends further when it matches.
+    pub fn resolve(
+        &self,
+        section: &str,
+        subsection: Option<&str>,
+        path: &[String],
+    ) -> Option<(Node, bool)> {
+        let (_, top, subs) = self.sections.iter().find(|(n, _, _)| n == section)?;
+        let Some(sub) = subsection else {
+            return Some((top.clone(), false));
+        };
+        let Some((_, node)) = subs.iter().find(|(s, _)| s == sub) else {
+            return Some((top.clone(), true));
+        };
+        if !path.is_empty() {
+            let mut want = node.section_path.clone();
+            want.extend(path.iter().cloned());
+            if let Some(deep) = self
+                .deeper
+                .iter()
+                .find(|d| d.file == node.file && d.section_path == want)
+            {
+                return Some((deep.clone(), false));
+            }
+        }
+        Some((node.clone(), false))
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Navigation {
+    pub call: Value,
+    pub target: Node,
+}
+
+/// Normalises for fuzzy matching: lowercase letters and digits, single spaces.
+fn normalise(s: &str) -> String {
+    s.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur.push(
+                (prev[j] + (ca != *cb) as usize)
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1),
+            );
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The fast path: a heading named in the question (exactly, normalised, or within a small
+/// edit distance of a same-length window of the question's words). Longest match wins;
+/// a subsection match implies its section.
+pub fn fuzzy_match(tree: &HeadingTree, question: &str) -> Option<(String, Option<String>)> {
+    let q = normalise(question);
+    let words: Vec<&str> = q.split(' ').collect();
+    let matches = |heading: &str| -> bool {
+        let h = normalise(heading);
+        if h.len() < 4 {
+            return false;
+        }
+        if format!(" {q} ").contains(&format!(" {h} ")) {
+            return true;
+        }
+        let n = h.split(' ').count();
+        let tolerance = (h.len() / 8).min(3);
+        tolerance > 0
+            && words
+                .windows(n)
+                .any(|w| levenshtein(&w.join(" "), &h) <= tolerance)
+    };
+    let mut best: Option<(usize, String, Option<String>)> = None;
+    for (name, _, subs) in &tree.sections {
+        for (sub, _) in subs {
+            if matches(sub) && best.as_ref().is_none_or(|b| sub.len() > b.0) {
+                best = Some((sub.len(), name.clone(), Some(sub.clone())));
+            }
+        }
+        if matches(name) && best.as_ref().is_none_or(|b| name.len() > b.0) {
+            best = Some((name.len(), name.clone(), None));
+        }
+    }
+    best.map(|(_, s, sub)| (s, sub))
+}
+
+/// Routes a question to a section: fast path, else the LLM over the sections of the
+/// retrieved documents.
+pub fn navigate(
+    kb: &KnowledgeBase,
+    llm: Option<&mut Llm>,
+    question: &str,
+) -> Result<(Navigation, AskReport)> {
+    let tree = HeadingTree::load(kb)?;
+    if tree.sections.is_empty() {
+        bail!("the knowledge base has no headings to navigate to");
+    }
+    let mut report = AskReport {
+        mode: "navigate".into(),
+        ..Default::default()
+    };
+    let (section, subsection) = match fuzzy_match(&tree, question) {
+        Some(m) => {
+            report.decision = "fast path: a heading is named in the question".into();
+            m
+        }
+        None => {
+            let Some(llm) = llm else {
+                bail!("no heading matches and no LLM is loaded")
+            };
+            // Candidates: the top-level sections of the documents retrieval finds.
+            let hits = search(kb, question, 5, SearchMode::Hybrid)?;
+            let mut names: Vec<String> = Vec::new();
+            for h in &hits {
+                if let Some(top) = h.section_path.first() {
+                    if tree.sections.iter().any(|(n, _, _)| n == top) && !names.contains(top) {
+                        names.push(top.clone());
+                    }
+                }
+            }
+            if names.is_empty() {
+                names = tree.sections.iter().map(|(n, _, _)| n.clone()).collect();
+            }
+            report.decision = format!("LLM over {} candidate sections", names.len());
+            let schema = tree.decoder_schema(&names);
+            let desc = tree.tool_definition()["function"]["description"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let user =
+                format!("{desc}\n\nUser: {question}\nChoose the section (and subsection) to open.");
+            let v = llm_object(llm, SYSTEM, &user, schema, &mut report)?;
+            (
+                v["section"].as_str().unwrap_or_default().to_string(),
+                v["subsection"].as_str().map(str::to_string),
+            )
+        }
+    };
+    let (target, fell_back) = tree
+        .resolve(&section, subsection.as_deref(), &[])
+        .ok_or_else(|| anyhow::anyhow!("section {section:?} is not in the knowledge base"))?;
+    if fell_back {
+        report.notes.push(format!(
+            "subsection {subsection:?} not found under {section:?}: opened the section"
+        ));
+    }
+    let mut arguments = json!({"section": section});
+    if let (Some(sub), false) = (&subsection, fell_back) {
+        arguments["subsection"] = json!(sub);
+    }
+    Ok((
+        Navigation {
+            call: json!({"name": "navigate_to_section", "arguments": arguments}),
+            target,
+        },
+        report,
+    ))
+}
+
+const SYSTEM: &str = "You route a user to the right section of the documentation. Choose \
+    the section, and a subsection when the user asks about something specific.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(file: &str, path: &[&str]) -> Node {
+        Node {
+            file: file.into(),
+            anchor: crate::kb::parse::slugify(path.last().unwrap()),
+            section_path: path.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// The seed's example tree.
+    fn seed_tree() -> HeadingTree {
+        let sub = |f: &str, top: &str, s: &str| (s.to_string(), node(f, &[top, s]));
+        HeadingTree {
+            sections: vec![
+                (
+                    "Agno".into(),
+                    node("agno.md", &["Agno"]),
+                    vec![
+                        sub("agno.md", "Agno", "Architecture"),
+                        sub("agno.md", "Agno", "Tools"),
+                        sub("agno.md", "Agno", "Performance"),
+                    ],
+                ),
+                (
+                    "Autogen".into(),
+                    node("autogen.md", &["Autogen"]),
+                    vec![
+                        sub("autogen.md", "Autogen", "Getting Started"),
+                        sub("autogen.md", "Autogen", "Advanced Features"),
+                        sub("autogen.md", "Autogen", "Examples"),
+                    ],
+                ),
+                (
+                    "Deployment Guide".into(),
+                    node("deploy.md", &["Deployment Guide"]),
+                    vec![
+                        sub("deploy.md", "Deployment Guide", "Cloud Deployment"),
+                        sub("deploy.md", "Deployment Guide", "Security"),
+                    ],
+                ),
+            ],
+            deeper: vec![node("agno.md", &["Agno", "Tools", "Debugging"])],
+        }
+    }
+
+    #[test]
+    fn single_section_navigation() {
+        let t = seed_tree();
+        assert_eq!(
+            fuzzy_match(&t, "open the deployment guide please"),
+            Some(("Deployment Guide".into(), None))
+        );
+        let (n, fell) = t.resolve("Deployment Guide", None, &[]).unwrap();
+        assert_eq!((n.file.as_str(), fell), ("deploy.md", false));
+    }
+
+    #[test]
+    fn hierarchical_navigation_with_enum_validation() {
+        let t = seed_tree();
+        assert_eq!(
+            fuzzy_match(&t, "show me autogen's advanced featurs"),
+            Some(("Autogen".into(), Some("Advanced Features".into())))
+        );
+        let tool = t.tool_definition();
+        let params = &tool["function"]["parameters"];
+        assert_eq!(
+            params["properties"]["section"]["enum"]
+                .as_array()
+                .unwrap()
+                .len(),
+            3
+        );
+        assert_eq!(
+            params["properties"]["subsection"]["enum"]
+                .as_array()
+                .unwrap()
+                .len(),
+            8
+        );
+        assert!(tool["function"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("Agno (subsections: Architecture, Tools, Performance)"));
+        let v = jsonschema::validator_for(params).unwrap();
+        assert!(v.is_valid(&json!({"section": "Agno", "subsection": "Tools"})));
+        assert!(!v.is_valid(&json!({"section": "Nope"})));
+    }
+
+    #[test]
+    fn invalid_combinations_are_impossible_in_the_decoder_schema() {
+        let t = seed_tree();
+        let names: Vec<String> = t.sections.iter().map(|s| s.0.clone()).collect();
+        let schema = t.decoder_schema(&names);
+        let v = jsonschema::validator_for(&schema).unwrap();
+        assert!(v.is_valid(&json!({"section": "Agno", "subsection": "Tools"})));
+        assert!(v.is_valid(&json!({"section": "Autogen"})));
+        // The seed's combined enum would accept this pairing; the anyOf does not.
+        assert!(!v.is_valid(&json!({"section": "Agno", "subsection": "Security"})));
+        assert!(!v.is_valid(&json!({"section": "Deployment Guide", "subsection": "Tools"})));
+    }
+
+    #[test]
+    fn subsection_not_found_falls_back_to_the_section() {
+        let t = seed_tree();
+        let (n, fell) = t.resolve("Agno", Some("Pricing"), &[]).unwrap();
+        assert!(fell);
+        assert_eq!(n.section_path, vec!["Agno"]);
+        assert!(t.resolve("Missing", None, &[]).is_none());
+    }
+
+    #[test]
+    fn deeper_nesting_follows_the_path() {
+        let t = seed_tree();
+        let (n, _) = t
+            .resolve("Agno", Some("Tools"), &["Debugging".into()])
+            .unwrap();
+        assert_eq!(n.section_path, vec!["Agno", "Tools", "Debugging"]);
+        let (n, _) = t.resolve("Agno", Some("Tools"), &["Nope".into()]).unwrap();
+        assert_eq!(n.section_path, vec!["Agno", "Tools"]);
+    }
+}
