@@ -57,6 +57,8 @@ enum Command {
     Ask(AskArgs),
     /// Jump to the section a question is about (the navigate_to_section tool call).
     Navigate(NavigateArgs),
+    /// Route a workflow step from its forensic summary (rules first, the LLM last).
+    Route(RouteArgs),
     /// Knowledge base information.
     Kb {
         #[command(subcommand)]
@@ -168,6 +170,20 @@ struct NavigateArgs {
     explain: bool,
     #[arg(required_unless_present = "tool_json")]
     question: Option<String>,
+}
+
+#[derive(Args)]
+struct RouteArgs {
+    /// The flow file (TOML or JSON): steps, detour catalogue, limits, charter.
+    #[arg(long, value_name = "FLOW")]
+    flow: PathBuf,
+    /// Where decision logs go: RUN_BASE/<flow>/routing/decisions.jsonl.
+    #[arg(long, value_name = "DIR", default_value = "runs")]
+    run_base: PathBuf,
+    #[arg(long)]
+    explain: bool,
+    /// The forensic summary (JSON file), or - for stdin.
+    forensics: String,
 }
 
 #[derive(Subcommand)]
@@ -288,6 +304,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Search(args) => search(&store, args),
         Command::Ask(args) => ask(&store, cli.llm.as_deref(), args),
         Command::Navigate(args) => navigate(&store, cli.llm.as_deref(), args),
+        Command::Route(args) => route(&store, cli.llm.as_deref(), args),
         Command::Kb {
             command: KbCommand::Stats { kb, json },
         } => {
@@ -750,5 +767,55 @@ fn navigate(store: &ModelStore, llm_name: Option<&str>, args: NavigateArgs) -> R
         }
     }
     println!("{}", serde_json::to_string_pretty(&nav)?);
+    Ok(())
+}
+
+fn route(store: &ModelStore, llm_name: Option<&str>, args: RouteArgs) -> Result<()> {
+    use sextant::protocols::routing::{self, Flow, ForensicSummary, LogEntry};
+    let flow = Flow::load(&args.flow)?;
+    let text = if args.forensics == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
+        s
+    } else {
+        std::fs::read_to_string(&args.forensics)
+            .with_context(|| format!("cannot read {}", args.forensics))?
+    };
+    let summary = ForensicSummary::parse(&text, &flow)
+        .with_context(|| format!("forensic summary {}", args.forensics))?;
+    // The LLM is loaded only when no rule decides.
+    let needs_llm = routing::fast_path(&flow, &summary)
+        .or_else(|| routing::deterministic(&flow, &summary))
+        .is_none();
+    let mut llm = if needs_llm {
+        let model = store.resolve(Role::Llm, llm_name)?;
+        Some(Llm::load(&model, &LoadOptions::from_env()?)?)
+    } else {
+        None
+    };
+    let mut report = sextant::protocols::AskReport::default();
+    let decision = routing::route(&flow, &summary, llm.as_mut(), &mut report)?;
+    let mut seed_fields = serde_json::to_value(&decision)?;
+    seed_fields.as_object_mut().unwrap().remove("decided_by");
+    let schema: Value = serde_json::from_str(routing::SCHEMA)?;
+    sextant::constrain::validate::SchemaValidator::new(&schema)?.validate(&seed_fields)?;
+    let log = routing::log_path(&args.run_base, &flow);
+    routing::append_log(
+        &log,
+        &LogEntry {
+            timestamp: routing::now_rfc3339(),
+            step_id: summary.step_completed.clone(),
+            decision: decision.clone(),
+            forensic_summary: summary,
+        },
+    )?;
+    if args.explain {
+        eprintln!("decided by: {}", decision.decided_by);
+        for n in &report.notes {
+            eprintln!("note: {n}");
+        }
+        eprintln!("logged to {}", log.display());
+    }
+    println!("{}", serde_json::to_string_pretty(&decision)?);
     Ok(())
 }

@@ -280,3 +280,34 @@ fn navigate_to_section_uses_the_real_heading_tree() {
         );
     }
 }
+
+#[test]
+fn routing_llm_stage_yields_only_decisions_the_kernel_accepts() {
+    use sextant::protocols::routing::{kernel_check, route, Flow, ForensicSummary, VOCABULARY};
+    let flow =
+        Flow::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/flow.toml")).unwrap();
+    let base: Value = serde_json::from_str(include_str!("../examples/forensics.json")).unwrap();
+    let mut llm = llm();
+    for (failed, iteration, severity) in [
+        (2, 2, "HIGH"),
+        (7, 1, "MEDIUM"),
+        (1, 1, "LOW"),
+        (12, 2, "HIGH"),
+    ] {
+        let mut v = base.clone();
+        v["forensics"]["tests"]["failed"] = failed.into();
+        v["iteration"]["current"] = iteration.into();
+        v["forensics"]["concerns"][0]["severity"] = severity.into();
+        let s = ForensicSummary::parse(&v.to_string(), &flow).unwrap();
+        let mut report = sextant::protocols::AskReport::default();
+        let d = route(&flow, &s, Some(&mut llm), &mut report).unwrap();
+        assert_eq!(d.decided_by, "navigator", "{d:?} {:?}", report.notes);
+        assert!(VOCABULARY.contains(&d.decision.as_str()));
+        assert!(kernel_check(&flow, &s, &d).is_ok(), "{d:?}");
+        assert!(
+            report.notes.is_empty(),
+            "the grammar left nothing for the kernel to reject: {:?}",
+            report.notes
+        );
+    }
+}

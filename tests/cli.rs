@@ -273,3 +273,47 @@ fn ingest_watch_follows_additions_and_deletions() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["hits"][0]["file"], "z.md");
 }
+
+#[test]
+fn route_decides_by_rule_logs_and_refuses_malformed_input() {
+    let runs = tempfile::tempdir().unwrap();
+    let forensics = runs.path().join("f.json");
+    let mut v: Value =
+        serde_json::from_str(&std::fs::read_to_string("examples/forensics.json").unwrap()).unwrap();
+    v["iteration"]["current"] = 3.into();
+    std::fs::write(&forensics, v.to_string()).unwrap();
+    let run_base = runs.path().to_str().unwrap();
+    let o = sextant(&[
+        "route",
+        "--flow",
+        "examples/flow.toml",
+        "--run-base",
+        run_base,
+        forensics.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let d: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(d["decision"], "CONTINUE");
+    assert_eq!(d["next_step_id"], "build-step-4");
+    assert_eq!(d["decided_by"], "deterministic");
+    let log = std::fs::read_to_string(runs.path().join("build/routing/decisions.jsonl")).unwrap();
+    let entry: Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+    assert_eq!(entry["step_id"], "build-step-3");
+    assert_eq!(entry["forensic_summary"]["iteration"]["current"], 3);
+    // Malformed input: a clear error, nothing logged.
+    std::fs::write(&forensics, "{\"step_completed\": 3").unwrap();
+    let o = sextant(&[
+        "route",
+        "--flow",
+        "examples/flow.toml",
+        "--run-base",
+        run_base,
+        forensics.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("forensic summary"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(runs.path().join("build/routing/decisions.jsonl")).unwrap(),
+        log
+    );
+}

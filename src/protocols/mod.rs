@@ -8,6 +8,7 @@ pub mod grounded;
 pub mod navigate;
 pub mod navigator;
 pub mod rag;
+pub mod routing;
 
 use anyhow::Result;
 use serde::Serialize;
