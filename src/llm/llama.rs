@@ -96,7 +96,7 @@ fn decode_pad_k(k: usize, n: usize, dtype: GgmlDType) -> Option<usize> {
         }
     };
     let off = std::env::var("SEXTANT_PAD_K").is_ok_and(|v| v == "0");
-    if !vnni || off || dtype != GgmlDType::Q8_0 || k % 256 == 0 || n % 16 != 0 {
+    if !vnni || off || dtype != GgmlDType::Q8_0 || k.is_multiple_of(256) || !n.is_multiple_of(16) {
         return None;
     }
     Some(k.div_ceil(256) * 256)
@@ -269,7 +269,10 @@ impl Llama {
         device: &Device,
     ) -> Result<Self> {
         let hd = cfg.head_dim();
-        if cfg.n_embd % cfg.n_head != 0 || cfg.n_head % cfg.n_kv_head != 0 || hd % 2 != 0 {
+        if !cfg.n_embd.is_multiple_of(cfg.n_head)
+            || !cfg.n_head.is_multiple_of(cfg.n_kv_head)
+            || !hd.is_multiple_of(2)
+        {
             bail!("unsupported head layout: {cfg:?}");
         }
         let tok_embd = src.get("token_embd.weight")?;
