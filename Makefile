@@ -35,6 +35,10 @@ demo: models
 	$(SEXTANT) ask --format navigator "How do I roll back a deployment?"
 	@echo "== sextant ask --format rag \"How do I roll back a deployment?\""
 	$(SEXTANT) ask --format rag "How do I roll back a deployment?"
+	@echo "== sextant navigate \"take me to the TLS certificates page\""
+	$(SEXTANT) navigate "take me to the TLS certificates page"
+	@echo "== sextant route --flow examples/flow.toml examples/forensics.json"
+	$(SEXTANT) route --flow examples/flow.toml examples/forensics.json
 
 bench: models
 	$(SEXTANT) bench generate
