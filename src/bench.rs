@@ -801,3 +801,95 @@ pub fn run_ask(kb: &crate::kb::KnowledgeBase, llm: &mut Llm, args: &AskBenchArgs
     }
     Ok(())
 }
+
+/// `sextant bench agents`: navigate_to_section over the labelled questions (latency, share
+/// routed without the LLM, expected file reached) and the routing navigator over a spread
+/// of forensic summaries built from the example (latency per stage, share without the LLM).
+pub fn run_agents(
+    kb: &crate::kb::KnowledgeBase,
+    llm: &mut Llm,
+    questions: &std::path::Path,
+    flow_path: &std::path::Path,
+    forensics: &std::path::Path,
+) -> Result<()> {
+    use crate::protocols::navigate::navigate;
+    use crate::protocols::routing::{route, Flow, ForensicSummary};
+    let qs: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(questions)?)?;
+    let (mut fast_ms, mut llm_ms) = (Vec::new(), Vec::new());
+    let mut right = 0;
+    for q in &qs {
+        let t = Instant::now();
+        let (nav, report) = navigate(
+            kb,
+            Some(&mut *llm),
+            q["question"].as_str().unwrap_or_default(),
+        )?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        if report.decision.starts_with("fast path") {
+            fast_ms.push(ms);
+        } else {
+            llm_ms.push(ms);
+        }
+        right += (nav.target.file == q["file"].as_str().unwrap_or_default()) as usize;
+    }
+    println!(
+        "navigate_to_section over {} questions: {} by the fast path (p50 {:.0} ms), {} by the LLM (p50 {:.0} ms); expected file reached {:.0}%",
+        qs.len(),
+        fast_ms.len(),
+        percentile(fast_ms.clone(), 0.5),
+        llm_ms.len(),
+        percentile(llm_ms.clone(), 0.5),
+        right as f64 * 100.0 / qs.len().max(1) as f64
+    );
+    let flow = Flow::load(flow_path)?;
+    let base: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(forensics)?)?;
+    let mut by_stage: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    let mut n = 0;
+    for status in ["VERIFIED", "UNVERIFIED", "FAILED"] {
+        for iteration in 1..=3 {
+            for (failed, lint, sig) in [
+                (0, 0, None),
+                (2, 0, None),
+                (0, 4, None),
+                (3, 0, Some("missing_import")),
+            ] {
+                let mut v = base.clone();
+                v["status"] = status.into();
+                v["iteration"]["current"] = iteration.into();
+                v["forensics"]["tests"]["failed"] = failed.into();
+                v["forensics"]["lint"]["errors"] = lint.into();
+                v["failure_signature"] = sig.into();
+                if failed == 0 && lint == 0 {
+                    v["forensics"]["concerns"] = serde_json::json!([]);
+                }
+                let s = ForensicSummary::parse(&v.to_string(), &flow)?;
+                let t = Instant::now();
+                let d = route(
+                    &flow,
+                    &s,
+                    Some(&mut *llm),
+                    &mut crate::protocols::AskReport::default(),
+                )?;
+                by_stage
+                    .entry(d.decided_by)
+                    .or_default()
+                    .push(t.elapsed().as_secs_f64() * 1e3);
+                n += 1;
+            }
+        }
+    }
+    let llm_count = by_stage.get("navigator").map(Vec::len).unwrap_or(0)
+        + by_stage.get("escalate").map(Vec::len).unwrap_or(0);
+    println!(
+        "routing over {n} summaries: {:.0}% decided without the LLM",
+        (n - llm_count) as f64 * 100.0 / n.max(1) as f64
+    );
+    for (stage, ms) in by_stage {
+        println!(
+            "  {stage:<14} {:>3} decisions, p50 {:.2} ms",
+            ms.len(),
+            percentile(ms, 0.5)
+        );
+    }
+    Ok(())
+}

@@ -208,6 +208,17 @@ enum BenchCommand {
         #[command(flatten)]
         args: sextant::bench::AskBenchArgs,
     },
+    /// Latency and LLM share of navigate_to_section and the routing navigator.
+    Agents {
+        #[command(flatten)]
+        kb: KbArg,
+        #[arg(long, default_value = "tests/fixtures/kb_questions.json")]
+        questions: PathBuf,
+        #[arg(long, default_value = "examples/flow.toml")]
+        flow: PathBuf,
+        #[arg(long, default_value = "examples/forensics.json")]
+        forensics: PathBuf,
+    },
     /// Embedding and ingest speed, index size, search latency at 10k and 100k chunks.
     Kb {
         #[command(flatten)]
@@ -344,6 +355,20 @@ fn run(cli: Cli) -> Result<()> {
             let model = store.resolve(Role::Llm, cli.llm.as_deref())?;
             let mut llm = Llm::load(&model, &LoadOptions::from_env()?)?;
             sextant::bench::run_ask(&kb, &mut llm, &args)
+        }
+        Command::Bench {
+            command:
+                BenchCommand::Agents {
+                    kb,
+                    questions,
+                    flow,
+                    forensics,
+                },
+        } => {
+            let kb = open_kb(&store, &kb)?;
+            let model = store.resolve(Role::Llm, cli.llm.as_deref())?;
+            let mut llm = Llm::load(&model, &LoadOptions::from_env()?)?;
+            sextant::bench::run_agents(&kb, &mut llm, &questions, &flow, &forensics)
         }
         Command::Bench {
             command: BenchCommand::Kb { args, sample },
