@@ -815,7 +815,7 @@ pub fn run_agents(
     use crate::protocols::navigate::navigate;
     use crate::protocols::routing::{route, Flow, ForensicSummary};
     let qs: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(questions)?)?;
-    let (mut fast_ms, mut llm_ms) = (Vec::new(), Vec::new());
+    let (mut fast_ms, mut retrieval_ms, mut llm_ms) = (Vec::new(), Vec::new(), Vec::new());
     let mut right = 0;
     for q in &qs {
         let t = Instant::now();
@@ -827,16 +827,20 @@ pub fn run_agents(
         let ms = t.elapsed().as_secs_f64() * 1e3;
         if report.decision.starts_with("fast path") {
             fast_ms.push(ms);
+        } else if report.decision.starts_with("retrieval") {
+            retrieval_ms.push(ms);
         } else {
             llm_ms.push(ms);
         }
         right += (nav.target.file == q["file"].as_str().unwrap_or_default()) as usize;
     }
     println!(
-        "navigate_to_section over {} questions: {} by the fast path (p50 {:.0} ms), {} by the LLM (p50 {:.0} ms); expected file reached {:.0}%",
+        "navigate_to_section over {} questions: {} by the fast path (p50 {:.0} ms), {} by retrieval (p50 {:.0} ms), {} by the LLM (p50 {:.0} ms); expected file reached {:.0}%",
         qs.len(),
         fast_ms.len(),
         percentile(fast_ms.clone(), 0.5),
+        retrieval_ms.len(),
+        percentile(retrieval_ms.clone(), 0.5),
         llm_ms.len(),
         percentile(llm_ms.clone(), 0.5),
         right as f64 * 100.0 / qs.len().max(1) as f64

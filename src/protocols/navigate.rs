@@ -3,7 +3,8 @@
 //! headings (its H1 or title), subsections their children, deeper headings a `path`.
 //!
 //! Routing: a fuzzy match of the question to a heading routes directly (the seed's fast
-//! path); otherwise the LLM chooses under a decoder schema with one `anyOf` branch per
+//! path); so does a retrieved passage that matches the question closely (score ≥ 0.80);
+//! otherwise the LLM chooses under a decoder schema with one `anyOf` branch per
 //! candidate section whose `subsection` is an enum of that section's own subsections, so
 //! an invalid pairing cannot be generated. A subsection that does not exist falls back to
 //! its parent section.
@@ -17,6 +18,10 @@ use crate::kb::KnowledgeBase;
 use crate::llm::Llm;
 
 use super::{llm_object, AskReport};
+
+/// Normalised score of the best retrieved passage above which navigation follows it
+/// without the LLM (measured with `sextant bench agents`, README).
+pub const RETRIEVAL_ROUTE_MIN: f64 = 0.80;
 
 /// One heading of the tree with where it lives.
 #[derive(Debug, Clone, Serialize)]
@@ -264,11 +269,45 @@ pub fn navigate(
             m
         }
         None => {
+            let hits = search(kb, question, 5, SearchMode::Hybrid)?;
+            // A retrieved passage that matches closely names its own section: route there
+            // without the LLM (it chooses less well than retrieval on a clear match).
+            let direct = hits.first().filter(|h| {
+                h.score >= RETRIEVAL_ROUTE_MIN
+                    && tree.sections.iter().any(|(n, node, _)| {
+                        Some(n) == h.section_path.first() && node.file == h.file
+                    })
+            });
+            if let Some(h) = direct {
+                report.decision = format!(
+                    "retrieval: the best passage ({} § {}, score {:.2}) is a clear match",
+                    h.file, h.section, h.score
+                );
+                let section = h.section_path[0].clone();
+                let sub = h.section_path.get(1).cloned();
+                let deeper = &h.section_path[2.min(h.section_path.len())..];
+                let (target, _) = tree
+                    .resolve(&section, sub.as_deref(), deeper)
+                    .ok_or_else(|| anyhow::anyhow!("section {section:?} is not in the tree"))?;
+                let mut arguments = json!({"section": section});
+                if let Some(sub) = sub {
+                    arguments["subsection"] = json!(sub);
+                }
+                if !deeper.is_empty() {
+                    arguments["path"] = json!(deeper);
+                }
+                return Ok((
+                    Navigation {
+                        call: json!({"name": "navigate_to_section", "arguments": arguments}),
+                        target,
+                    },
+                    report,
+                ));
+            }
             let Some(llm) = llm else {
                 bail!("no heading matches and no LLM is loaded")
             };
             // Candidates: the top-level sections of the documents retrieval finds.
-            let hits = search(kb, question, 5, SearchMode::Hybrid)?;
             let mut names: Vec<String> = Vec::new();
             for h in &hits {
                 if let Some(top) = h.section_path.first() {
