@@ -289,16 +289,9 @@ pub fn navigate(
                 let (target, _) = tree
                     .resolve(&section, sub.as_deref(), deeper)
                     .ok_or_else(|| anyhow::anyhow!("section {section:?} is not in the tree"))?;
-                let mut arguments = json!({"section": section});
-                if let Some(sub) = sub {
-                    arguments["subsection"] = json!(sub);
-                }
-                if !deeper.is_empty() {
-                    arguments["path"] = json!(deeper);
-                }
                 return Ok((
                     Navigation {
-                        call: json!({"name": "navigate_to_section", "arguments": arguments}),
+                        call: tool_call(&section, sub.as_deref(), deeper),
                         target,
                     },
                     report,
@@ -342,17 +335,26 @@ pub fn navigate(
             "subsection {subsection:?} not found under {section:?}: opened the section"
         ));
     }
-    let mut arguments = json!({"section": section});
-    if let (Some(sub), false) = (&subsection, fell_back) {
-        arguments["subsection"] = json!(sub);
-    }
+    let subsection = subsection.filter(|_| !fell_back);
     Ok((
         Navigation {
-            call: json!({"name": "navigate_to_section", "arguments": arguments}),
+            call: tool_call(&section, subsection.as_deref(), &[]),
             target,
         },
         report,
     ))
+}
+
+/// The `navigate_to_section` call object; optional arguments only when present.
+fn tool_call(section: &str, subsection: Option<&str>, path: &[String]) -> Value {
+    let mut arguments = json!({"section": section});
+    if let Some(sub) = subsection {
+        arguments["subsection"] = json!(sub);
+    }
+    if !path.is_empty() {
+        arguments["path"] = json!(path);
+    }
+    json!({"name": "navigate_to_section", "arguments": arguments})
 }
 
 const SYSTEM: &str = "You route a user to the right section of the documentation. Choose \
