@@ -103,6 +103,7 @@ pub fn run_generate(model: &VerifiedModel, args: &BenchArgs) -> Result<()> {
             max_tokens: args.gen_tokens,
             sampling: SamplingParams::default(),
             eos: &[],
+            reuse_prefix: false,
         };
         let g = generate(llm.model.as_mut(), &llm.tokenizer, &req, None, &mut |_| {})?;
         gen_rates.push(g.tokens_per_s());
@@ -125,6 +126,7 @@ pub fn run_generate(model: &VerifiedModel, args: &BenchArgs) -> Result<()> {
             max_tokens: DEFAULT_MAX_TOKENS,
             sampling: SamplingParams::default(),
             eos: &llm.eos.clone(),
+            reuse_prefix: false,
         };
         let g = generate(
             llm.model.as_mut(),
@@ -895,5 +897,63 @@ pub fn run_agents(
             percentile(ms, 0.5)
         );
     }
+    run_interview(llm)
+}
+
+/// Scripted answers for the interview benchmark (one per turn after the first).
+const INTERVIEW_ANSWERS: &[&str] = &[
+    "I am a site reliability engineer at a payments company; I run the on-call rotation.",
+    "Eight years now. Before that I was a Linux sysadmin at a university.",
+    "Keeping checkout up. Everything else is secondary to customers being able to pay.",
+    "Mornings I read the overnight alerts, then the change calendar, then capacity graphs.",
+    "Last month a certificate expired on the load balancer and checkout was down for twenty minutes.",
+    "We now alert thirty days before expiry and review the expiry list every Monday.",
+    "Postgres failover is my strongest area; I wrote our runbook for it.",
+    "Kubernetes networking is where I am weakest; I lean on the platform team there.",
+    "People restart services before capturing logs, and the evidence is gone.",
+    "Write the timeline while it happens, not after; memory is unreliable at 3 a.m.",
+    "Shadow the on-call for a month before taking the pager alone.",
+];
+
+/// Interview turn latency over a scripted session, with and without KV-cache reuse. Both
+/// runs use the same seeds, so they ask for the same amount of work per turn.
+pub fn run_interview(llm: &mut Llm) -> Result<()> {
+    use crate::protocols::interview::{Interview, InterviewOptions};
+    const TURNS: usize = 10;
+    let dir = tempfile::tempdir()?;
+    let mut rows = Vec::new();
+    for reuse_kv in [true, false] {
+        let opts = InterviewOptions {
+            reuse_kv,
+            ..InterviewOptions::default()
+        };
+        let path = dir.path().join(format!("bench-{reuse_kv}.jsonl"));
+        let mut iv = Interview::create(&path, &llm.name, opts)?;
+        let mut stats = Vec::new();
+        for answer in INTERVIEW_ANSWERS.iter().take(TURNS) {
+            let (_, s) = iv.next_turn(llm)?;
+            stats.push(s);
+            iv.answer(answer)?;
+        }
+        rows.push((reuse_kv, stats));
+    }
+    println!("interview, {TURNS} turns of a scripted session:");
+    for (reuse_kv, stats) in &rows {
+        let last = stats.last().expect("turns ran");
+        let ms: Vec<f64> = stats.iter().map(|s| s.latency_ms).collect();
+        println!(
+            "  KV reuse {:<3}  median turn {:>5.0} ms; turn {TURNS}: {:>5.0} ms, prompt {} tokens of which {} reused",
+            if *reuse_kv { "on" } else { "off" },
+            percentile(ms, 0.5),
+            last.latency_ms,
+            last.prompt_tokens,
+            last.reused_tokens
+        );
+    }
+    let (on, off) = (&rows[0].1[TURNS - 1], &rows[1].1[TURNS - 1]);
+    println!(
+        "  turn {TURNS} with reuse takes {:.2}x the time without",
+        on.latency_ms / off.latency_ms.max(1e-9)
+    );
     Ok(())
 }

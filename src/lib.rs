@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod constrain;
 pub mod embed;
+pub mod jsonl;
 pub mod kb;
 pub mod llm;
 pub mod models;

@@ -59,6 +59,8 @@ enum Command {
     Navigate(NavigateArgs),
     /// Route a workflow step from its forensic summary (rules first, the LLM last).
     Route(RouteArgs),
+    /// Run an interview in the terminal (answers read line by line from stdin).
+    Interview(InterviewArgs),
     /// Knowledge base information.
     Kb {
         #[command(subcommand)]
@@ -186,6 +188,24 @@ struct RouteArgs {
     forensics: String,
 }
 
+#[derive(Args)]
+struct InterviewArgs {
+    /// Continue a saved transcript (a JSONL file written by an earlier interview).
+    #[arg(long, value_name = "FILE", conflicts_with = "transcript")]
+    resume: Option<PathBuf>,
+    /// Where to save the new transcript (default: interviews/interview-<time>.jsonl).
+    #[arg(long, value_name = "FILE")]
+    transcript: Option<PathBuf>,
+    /// Print each interviewer turn as one JSON line on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Process the whole conversation again each turn instead of reusing the KV cache.
+    #[arg(long)]
+    no_kv_reuse: bool,
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+}
+
 #[derive(Subcommand)]
 enum KbCommand {
     /// Documents, sections, chunks, vectors, size, and whether the stores agree.
@@ -208,7 +228,10 @@ enum BenchCommand {
         #[command(flatten)]
         args: sextant::bench::AskBenchArgs,
     },
-    /// Latency and LLM share of navigate_to_section and the routing navigator.
+    /// Interview turn latency at turn 10, with and without KV-cache reuse.
+    Interview,
+    /// Latency and LLM share of navigate_to_section and the routing navigator (and the
+    /// interview figures).
     Agents {
         #[command(flatten)]
         kb: KbArg,
@@ -316,6 +339,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Ask(args) => ask(&store, cli.llm.as_deref(), args),
         Command::Navigate(args) => navigate(&store, cli.llm.as_deref(), args),
         Command::Route(args) => route(&store, cli.llm.as_deref(), args),
+        Command::Interview(args) => interview(&store, cli.llm.as_deref(), args),
         Command::Kb {
             command: KbCommand::Stats { kb, json },
         } => {
@@ -355,6 +379,13 @@ fn run(cli: Cli) -> Result<()> {
             let model = store.resolve(Role::Llm, cli.llm.as_deref())?;
             let mut llm = Llm::load(&model, &LoadOptions::from_env()?)?;
             sextant::bench::run_ask(&kb, &mut llm, &args)
+        }
+        Command::Bench {
+            command: BenchCommand::Interview,
+        } => {
+            let model = store.resolve(Role::Llm, cli.llm.as_deref())?;
+            let mut llm = Llm::load(&model, &LoadOptions::from_env()?)?;
+            sextant::bench::run_interview(&mut llm)
         }
         Command::Bench {
             command:
@@ -477,6 +508,8 @@ fn generate(store: &ModelStore, llm_name: Option<&str>, args: GenerateArgs) -> R
             no_repeat_ngram: args.no_repeat_ngram,
             ..SamplingParams::default()
         },
+        reuse_kv: false,
+        prompt_tokens: None,
         bounds: Bounds {
             max_string_len: args.max_string_len,
             max_item_string_len: args.max_item_string_len,
@@ -793,6 +826,74 @@ fn navigate(store: &ModelStore, llm_name: Option<&str>, args: NavigateArgs) -> R
     }
     println!("{}", serde_json::to_string_pretty(&nav)?);
     Ok(())
+}
+
+fn interview(store: &ModelStore, llm_name: Option<&str>, args: InterviewArgs) -> Result<()> {
+    use sextant::protocols::interview::{self, Interview, InterviewOptions};
+    use std::io::{BufRead, Write};
+    let opts = InterviewOptions {
+        reuse_kv: !args.no_kv_reuse,
+        seed: args.seed,
+        ..InterviewOptions::default()
+    };
+    let model = store.resolve(Role::Llm, llm_name)?;
+    let mut iv = match &args.resume {
+        Some(path) => Interview::resume(path, opts)?,
+        None => {
+            let path = args
+                .transcript
+                .clone()
+                .unwrap_or_else(interview::default_transcript_path);
+            Interview::create(&path, &model.spec.name, opts)?
+        }
+    };
+    eprintln!("transcript: {}", iv.path.display());
+    if iv.is_finished() {
+        eprintln!("this interview has already finished");
+        return Ok(());
+    }
+    let mut llm = Llm::load(&model, &LoadOptions::from_env()?)?;
+    let show = |turn: &Value| -> Result<()> {
+        let mut out = std::io::stdout().lock();
+        if args.json {
+            writeln!(out, "{}", serde_json::to_string(turn)?)?;
+        } else {
+            writeln!(out, "\n{}", turn["response"].as_str().unwrap_or_default())?;
+        }
+        out.flush()?;
+        Ok(())
+    };
+    if let Some(turn) = iv.waiting_turn() {
+        show(turn)?;
+    }
+    let mut lines = std::io::stdin().lock().lines();
+    loop {
+        if iv.needs_turn() {
+            let (turn, stats) = iv.next_turn(&mut llm)?;
+            tracing::debug!(?stats, "turn");
+            show(&turn)?;
+        }
+        if !args.json {
+            eprint!("> ");
+        }
+        let Some(line) = lines.next() else {
+            eprintln!(
+                "\nsaved; continue with: sextant interview --resume {}",
+                iv.path.display()
+            );
+            return Ok(());
+        };
+        let line = line?;
+        let answer = line.trim();
+        if answer.is_empty() {
+            continue;
+        }
+        iv.answer(answer)?;
+        if iv.is_finished() {
+            eprintln!("interview complete; transcript: {}", iv.path.display());
+            return Ok(());
+        }
+    }
 }
 
 fn route(store: &ModelStore, llm_name: Option<&str>, args: RouteArgs) -> Result<()> {

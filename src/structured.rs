@@ -33,6 +33,11 @@ pub struct StructuredRequest {
     pub max_tokens: usize,
     pub sampling: SamplingParams,
     pub bounds: Bounds,
+    /// Reuse the KV cache for the prompt prefix it already holds (multi-turn chats).
+    pub reuse_kv: bool,
+    /// The prompt, already tokenized (`messages` are then not rendered). Lets a chat
+    /// carry its earlier turns' exact tokens, so its KV cache stays a prefix.
+    pub prompt_tokens: Option<Vec<u32>>,
 }
 
 impl StructuredRequest {
@@ -43,6 +48,8 @@ impl StructuredRequest {
             max_tokens: DEFAULT_MAX_TOKENS,
             sampling: SamplingParams::default(),
             bounds: Bounds::default(),
+            reuse_kv: false,
+            prompt_tokens: None,
         }
     }
 }
@@ -95,12 +102,16 @@ pub fn generate_structured(
         OutputSpec::Regex(r) => (Grammar::Regex(r.clone()), None, None),
     };
     let mut constraint = llm.grammar.compile(&grammar)?;
-    let prompt = llm.chat_tokens(&req.messages)?;
+    let prompt = match &req.prompt_tokens {
+        Some(t) => t.clone(),
+        None => llm.chat_tokens(&req.messages)?,
+    };
     let gen_req = GenerateRequest {
         prompt: &prompt,
         max_tokens: req.max_tokens,
         sampling: req.sampling.clone(),
         eos: &llm.eos,
+        reuse_prefix: req.reuse_kv,
     };
     let generation = generate(
         llm.model.as_mut(),

@@ -319,3 +319,73 @@ fn routing_llm_stage_yields_only_decisions_the_kernel_accepts() {
         );
     }
 }
+
+/// A scripted interview on the real model: every turn validates against the seed schema
+/// with exactly one question, stages only move forward in the seed's order, the KV cache
+/// is reused from the second turn on, and a resumed session continues where it stopped.
+#[test]
+fn interview_turns_on_the_real_model_are_valid_and_resume_continues() {
+    use sextant::protocols::interview::{self, Interview, InterviewOptions, Stage};
+    let answers = [
+        "I am a site reliability engineer at a payments company; I run the on-call rotation.",
+        "Eight years now. Before that I was a Linux sysadmin at a university.",
+        "Last month a certificate expired on the load balancer and checkout was down for twenty minutes.",
+        "We now alert thirty days before expiry and review the list every Monday.",
+        "Mostly Kubernetes, Postgres and Terraform, plus a lot of reading of logs.",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("interview.jsonl");
+    let mut llm = llm();
+    let stage_index = |t: &Value| {
+        Stage::ALL
+            .iter()
+            .position(|s| s.id() == t["interview_stage"].as_str().unwrap())
+            .unwrap()
+    };
+    let mut turns = Vec::new();
+    {
+        let mut iv = Interview::create(&path, "test", InterviewOptions::default()).unwrap();
+        for (i, a) in answers[..3].iter().enumerate() {
+            let (t, stats) = iv.next_turn(&mut llm).unwrap();
+            if i > 0 {
+                assert!(
+                    stats.reused_tokens * 10 > stats.prompt_tokens * 7,
+                    "turn {i}: only {} of {} prompt tokens reused",
+                    stats.reused_tokens,
+                    stats.prompt_tokens
+                );
+            }
+            turns.push(t);
+            iv.answer(a).unwrap();
+        }
+    }
+    // A new process: resume from the file, the pending answer gets its turn.
+    let mut iv = Interview::resume(&path, InterviewOptions::default()).unwrap();
+    assert_eq!(iv.state.turns, 3);
+    assert!(iv.needs_turn());
+    for a in &answers[3..] {
+        let (t, _) = iv.next_turn(&mut llm).unwrap();
+        turns.push(t);
+        iv.answer(a).unwrap();
+    }
+    let schema = interview::SCHEMA;
+    for (i, t) in turns.iter().enumerate() {
+        schema_valid(schema, t);
+        let r = t["response"].as_str().unwrap();
+        assert_eq!(r.matches('?').count(), 1, "turn {i}: {r}");
+        assert!(t.get("error").is_none(), "turn {i} fell back: {t}");
+        if i > 0 {
+            let (a, b) = (stage_index(&turns[i - 1]), stage_index(t));
+            assert!(b == a || b == a + 1, "stage jumped at turn {i}: {a} -> {b}");
+        }
+    }
+    assert_eq!(turns[0]["interview_stage"], "greeting");
+    // The greeting stage has a limit of two turns: the third turn has moved on.
+    assert_eq!(turns[2]["interview_stage"], "profiling");
+    let records = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        records.lines().count(),
+        1 + 5 + 5,
+        "session + 5 turns + 5 answers"
+    );
+}

@@ -317,3 +317,53 @@ fn route_decides_by_rule_logs_and_refuses_malformed_input() {
         log
     );
 }
+
+/// `sextant interview --json` piped: the first turn comes before any input, each answer
+/// gets one JSONL turn, EOF saves and exits 0, and `--resume` shows the waiting question
+/// again and goes on.
+#[test]
+fn interview_over_a_pipe_prints_jsonl_turns_and_resumes() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("t.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .args(["interview", "--json", "--transcript"])
+        .arg(&transcript)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let first: Value = serde_json::from_str(&line).expect("first turn before any input");
+    assert_eq!(first["interview_stage"], "greeting");
+    writeln!(stdin, "I maintain the billing database and its backups.").unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let second: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(second["response"].as_str().unwrap().matches('?').count(), 1);
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    let o = Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .args(["interview", "--json", "--resume"])
+        .arg(&transcript)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shown: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(shown, second, "resume shows the question still waiting");
+    let o = Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .args(["interview", "--transcript"])
+        .arg(&transcript)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--resume"), "{}", stderr(&o));
+}

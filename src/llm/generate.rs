@@ -32,6 +32,8 @@ pub struct Generation {
     pub prompt_tokens: usize,
     /// Tokens the grammar forced (included in `tokens`).
     pub forced_tokens: usize,
+    /// Prompt tokens found already in the KV cache (not processed again).
+    pub reused_tokens: usize,
     pub prompt_ms: f64,
     pub generate_ms: f64,
 }
@@ -49,6 +51,9 @@ pub struct GenerateRequest<'a> {
     pub max_tokens: usize,
     pub sampling: SamplingParams,
     pub eos: &'a [u32],
+    /// Keep the longest prefix of the prompt that the model's KV cache already holds
+    /// (a conversation's earlier turns) instead of processing the whole prompt again.
+    pub reuse_prefix: bool,
 }
 
 /// Runs one generation. `on_text` receives each new piece of decoded text as it appears.
@@ -76,10 +81,16 @@ pub fn generate(
         }
     };
 
-    model.reset();
+    // At least the prompt's last token is fed again: its logits start the generation.
+    let reused = if req.reuse_prefix {
+        common_prefix(model.cached_tokens(), req.prompt).min(req.prompt.len() - 1)
+    } else {
+        0
+    };
+    model.truncate(reused);
     let start = Instant::now();
     // Tokens the grammar forces at the very start ride along with the prompt.
-    let mut feed: Vec<u32> = req.prompt.to_vec();
+    let mut feed: Vec<u32> = req.prompt[reused..].to_vec();
     let mut mask = None;
     if let Some(c) = constraint.as_deref_mut() {
         let ff = c.take_forced()?;
@@ -88,8 +99,8 @@ pub fn generate(
         feed.extend_from_slice(&ff);
         mask = Some(c.compute_mask()?);
     }
-    let mut logits = model.forward(&feed, 0)?;
-    let mut pos = feed.len();
+    let mut logits = model.forward(&feed, reused)?;
+    let mut pos = reused + feed.len();
     let prompt_ms = start.elapsed().as_secs_f64() * 1e3;
     let gen_start = Instant::now();
     emit(&out, &mut emitted);
@@ -146,7 +157,12 @@ pub fn generate(
         stop,
         prompt_tokens: req.prompt.len(),
         forced_tokens: forced_total,
+        reused_tokens: reused,
         prompt_ms,
         generate_ms: gen_start.elapsed().as_secs_f64() * 1e3,
     })
+}
+
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }

@@ -172,6 +172,8 @@ pub struct Llama {
     cache_capacity: usize,
     /// Tokens currently in the cache.
     cached: usize,
+    /// Their ids (what prefix reuse compares a new prompt against).
+    cached_ids: Vec<u32>,
 }
 
 /// Weights as f32 tensors, from a GGUF file or from a random initialisation.
@@ -327,6 +329,7 @@ impl Llama {
             cache: Vec::new(),
             cache_capacity: 0,
             cached: 0,
+            cached_ids: Vec::new(),
         };
         m.grow_cache(256)?;
         Ok(m)
@@ -487,15 +490,23 @@ impl CausalLm for Llama {
         self.grow_cache(total)?;
         let logits = self.forward_inner(tokens, pos)?;
         self.cached = total;
+        self.cached_ids.truncate(pos);
+        self.cached_ids.extend_from_slice(tokens);
         Ok(logits.to_dtype(DType::F32)?.to_vec1()?)
+    }
+
+    fn cached_tokens(&self) -> &[u32] {
+        &self.cached_ids
     }
 
     fn reset(&mut self) {
         self.cached = 0;
+        self.cached_ids.clear();
     }
 
     fn truncate(&mut self, len: usize) {
         self.cached = self.cached.min(len);
+        self.cached_ids.truncate(self.cached);
     }
 
     fn n_vocab(&self) -> usize {

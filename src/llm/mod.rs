@@ -36,6 +36,8 @@ pub trait CausalLm: Send {
     fn reset(&mut self);
     /// Keeps only the first `len` cached tokens (prompt-prefix reuse).
     fn truncate(&mut self, len: usize);
+    /// The token ids in the cache, in order.
+    fn cached_tokens(&self) -> &[u32];
     fn n_vocab(&self) -> usize;
     fn n_ctx(&self) -> usize;
 }

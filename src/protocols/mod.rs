@@ -5,6 +5,7 @@
 pub mod checks;
 pub mod evidence;
 pub mod grounded;
+pub mod interview;
 pub mod navigate;
 pub mod navigator;
 pub mod rag;

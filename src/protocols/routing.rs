@@ -5,7 +5,6 @@
 //! stage); a rejected one becomes ESCALATE with the reason. Every decision is appended to
 //! `RUN_BASE/<flow>/routing/decisions.jsonl`, fsynced.
 
-use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -560,48 +559,14 @@ pub struct LogEntry {
     pub forensic_summary: ForensicSummary,
 }
 
-/// Appends one line under an exclusive lock and fsyncs it. If a crash left a torn last
-/// line, a newline is written first so the torn piece stays on its own (ignored) line.
+/// Appends one decision to the log (locked, fsynced; see `crate::jsonl`).
 pub fn append_log(path: &Path, entry: &LogEntry) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .open(path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
-    f.lock()
-        .with_context(|| format!("cannot lock {}", path.display()))?;
-    let mut line = serde_json::to_string(entry)?;
-    line.push('\n');
-    let len = f.metadata()?.len();
-    if len > 0 {
-        let mut last = [0u8; 1];
-        f.seek(SeekFrom::Start(len - 1))?;
-        f.read_exact(&mut last)?;
-        if last[0] != b'\n' {
-            line.insert(0, '\n');
-        }
-    }
-    f.write_all(line.as_bytes())?;
-    f.sync_all()?;
-    f.unlock()?;
-    Ok(())
+    crate::jsonl::append(path, entry)
 }
 
 /// Reads the log; lines that do not parse (a torn write) are skipped.
 pub fn read_log(path: &Path) -> Result<Vec<LogEntry>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
-    Ok(text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<LogEntry>(l).ok())
-        .collect())
+    crate::jsonl::read(path)
 }
 
 /// RFC 3339 UTC timestamp with seconds.
@@ -632,6 +597,7 @@ pub fn now_rfc3339() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     fn flow() -> Flow {
         Flow::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/flow.toml")).unwrap()
