@@ -104,6 +104,7 @@ pub fn run_generate(model: &VerifiedModel, args: &BenchArgs) -> Result<()> {
             sampling: SamplingParams::default(),
             eos: &[],
             reuse_prefix: false,
+            cancel: None,
         };
         let g = generate(llm.model.as_mut(), &llm.tokenizer, &req, None, &mut |_| {})?;
         gen_rates.push(g.tokens_per_s());
@@ -127,6 +128,7 @@ pub fn run_generate(model: &VerifiedModel, args: &BenchArgs) -> Result<()> {
             sampling: SamplingParams::default(),
             eos: &llm.eos.clone(),
             reuse_prefix: false,
+            cancel: None,
         };
         let g = generate(
             llm.model.as_mut(),

@@ -11,4 +11,5 @@ pub mod llm;
 pub mod models;
 pub mod protocols;
 pub mod schemas;
+pub mod service;
 pub mod structured;

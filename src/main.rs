@@ -1,5 +1,7 @@
 //! The `sextant` command line: a thin layer over the engine library.
 
+mod server;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,6 +61,8 @@ enum Command {
     Navigate(NavigateArgs),
     /// Route a workflow step from its forensic summary (rules first, the LLM last).
     Route(RouteArgs),
+    /// Serve the UI and the local HTTP API (protocol routes and OpenAI-compatible routes).
+    Serve(ServeArgs),
     /// Run an interview in the terminal (answers read line by line from stdin).
     Interview(InterviewArgs),
     /// Knowledge base information.
@@ -186,6 +190,34 @@ struct RouteArgs {
     explain: bool,
     /// The forensic summary (JSON file), or - for stdin.
     forensics: String,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    kb: KbArg,
+    /// Address to listen on. Anything but loopback exposes your documents and models to
+    /// the network: it needs --allow-remote.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: std::net::IpAddr,
+    /// Port (0 picks a free one; the address is printed on stderr).
+    #[arg(long, default_value_t = 7878)]
+    port: u16,
+    /// Listen on a non-loopback --host.
+    #[arg(long)]
+    allow_remote: bool,
+    /// Require `Authorization: Bearer TOKEN` on /api and /v1 (also SEXTANT_TOKEN).
+    #[arg(long, env = "SEXTANT_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Flow used by the router console when a request names none.
+    #[arg(long, default_value = "examples/flow.toml")]
+    flow: PathBuf,
+    /// Where routing decision logs go: RUN_BASE/<flow>/routing/decisions.jsonl.
+    #[arg(long, value_name = "DIR", default_value = "runs")]
+    run_base: PathBuf,
+    /// Ingest these folders before serving (only new or changed files are embedded).
+    #[arg(long, value_name = "DIR")]
+    ingest: Vec<PathBuf>,
 }
 
 #[derive(Args)]
@@ -339,6 +371,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Ask(args) => ask(&store, cli.llm.as_deref(), args),
         Command::Navigate(args) => navigate(&store, cli.llm.as_deref(), args),
         Command::Route(args) => route(&store, cli.llm.as_deref(), args),
+        Command::Serve(args) => serve(&store, cli.llm.as_deref(), args),
         Command::Interview(args) => interview(&store, cli.llm.as_deref(), args),
         Command::Kb {
             command: KbCommand::Stats { kb, json },
@@ -510,6 +543,7 @@ fn generate(store: &ModelStore, llm_name: Option<&str>, args: GenerateArgs) -> R
         },
         reuse_kv: false,
         prompt_tokens: None,
+        cancel: None,
         bounds: Bounds {
             max_string_len: args.max_string_len,
             max_item_string_len: args.max_item_string_len,
@@ -826,6 +860,53 @@ fn navigate(store: &ModelStore, llm_name: Option<&str>, args: NavigateArgs) -> R
     }
     println!("{}", serde_json::to_string_pretty(&nav)?);
     Ok(())
+}
+
+fn serve(store: &ModelStore, llm_name: Option<&str>, args: ServeArgs) -> Result<()> {
+    use sextant::service::{Service, ServiceConfig};
+    if !args.host.is_loopback() {
+        if !args.allow_remote {
+            bail!(
+                "--host {} is not a loopback address: anyone on the network could read your \
+                 documents; add --allow-remote (and --token) if that is what you want",
+                args.host
+            );
+        }
+        eprintln!(
+            "warning: listening on {}, reachable from the network{}",
+            args.host,
+            if args.token.is_some() {
+                ""
+            } else {
+                " WITHOUT a token"
+            }
+        );
+    }
+    let mut kb = open_kb(store, &args.kb)?;
+    if !args.ingest.is_empty() {
+        run_ingest(&mut kb, &args.ingest, &IngestOptions::default(), false)?;
+    }
+    let model = store.resolve(Role::Llm, llm_name)?;
+    let llm = Llm::load(&model, &LoadOptions::from_env()?)?;
+    let kb_dir = kb.store.dir().to_path_buf();
+    let config = ServiceConfig {
+        interviews_dir: kb_dir.join("interviews"),
+        kb_dir,
+        flow: args.flow,
+        run_base: args.run_base,
+    };
+    let svc = std::sync::Arc::new(Service::new(config, kb, llm));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(server::serve(
+        svc,
+        server::ServeOptions {
+            addr: std::net::SocketAddr::new(args.host, args.port),
+            token: args.token,
+        },
+    ))
 }
 
 fn interview(store: &ModelStore, llm_name: Option<&str>, args: InterviewArgs) -> Result<()> {

@@ -21,6 +21,8 @@ pub const DEFAULT_MAX_TOKENS: usize = 1024;
 
 #[derive(Debug, Clone)]
 pub enum OutputSpec {
+    /// Free text (no grammar): running out of budget is then a normal stop, not an error.
+    Text,
     JsonSchema(Value),
     Lark(String),
     Regex(String),
@@ -38,6 +40,8 @@ pub struct StructuredRequest {
     /// The prompt, already tokenized (`messages` are then not rendered). Lets a chat
     /// carry its earlier turns' exact tokens, so its KV cache stays a prefix.
     pub prompt_tokens: Option<Vec<u32>>,
+    /// Set from another thread to stop generation early (a client went away).
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl StructuredRequest {
@@ -50,6 +54,7 @@ impl StructuredRequest {
             bounds: Bounds::default(),
             reuse_kv: false,
             prompt_tokens: None,
+            cancel: None,
         }
     }
 }
@@ -93,15 +98,19 @@ pub fn generate_structured(
             let validator = SchemaValidator::new(schema)?;
             let bounded = bound_schema(schema, &req.bounds, req.max_tokens);
             (
-                Grammar::JsonSchema(bounded.schema.clone()),
+                Some(Grammar::JsonSchema(bounded.schema.clone())),
                 Some(bounded),
                 Some(validator),
             )
         }
-        OutputSpec::Lark(g) => (Grammar::Lark(g.clone()), None, None),
-        OutputSpec::Regex(r) => (Grammar::Regex(r.clone()), None, None),
+        OutputSpec::Lark(g) => (Some(Grammar::Lark(g.clone())), None, None),
+        OutputSpec::Regex(r) => (Some(Grammar::Regex(r.clone())), None, None),
+        OutputSpec::Text => (None, None, None),
     };
-    let mut constraint = llm.grammar.compile(&grammar)?;
+    let mut constraint = match &grammar {
+        Some(g) => Some(llm.grammar.compile(g)?),
+        None => None,
+    };
     let prompt = match &req.prompt_tokens {
         Some(t) => t.clone(),
         None => llm.chat_tokens(&req.messages)?,
@@ -112,16 +121,17 @@ pub fn generate_structured(
         sampling: req.sampling.clone(),
         eos: &llm.eos,
         reuse_prefix: req.reuse_kv,
+        cancel: req.cancel.as_deref(),
     };
     let generation = generate(
         llm.model.as_mut(),
         &llm.tokenizer,
         &gen_req,
-        Some(&mut constraint),
+        constraint.as_mut(),
         on_text,
     )?;
     let text = generation.text.clone();
-    if generation.stop == StopReason::MaxTokens {
+    if generation.stop == StopReason::MaxTokens && grammar.is_some() {
         return Err(StructuredError::Incomplete {
             max_tokens: req.max_tokens,
             partial: text,
@@ -151,8 +161,8 @@ pub fn generate_structured(
         text,
         generation,
         bounded,
-        compile_ms: constraint.compile_us / 1e3,
-        mask_us: std::mem::take(&mut constraint.mask_us),
+        compile_ms: constraint.as_ref().map_or(0.0, |c| c.compile_us / 1e3),
+        mask_us: constraint.map(|c| c.mask_us).unwrap_or_default(),
     })
 }
 

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
 use super::parse::{DocKind, Section};
@@ -82,6 +83,26 @@ pub struct DocRecord {
     pub hash: String,
     pub mtime_ns: i64,
     pub size: i64,
+}
+
+/// A document as listed to a user.
+#[derive(Debug, Clone, Serialize)]
+pub struct DocSummary {
+    pub path: String,
+    #[serde(rename = "format")]
+    pub kind: String,
+    pub title: String,
+    pub chunks: usize,
+}
+
+/// One section of a document, as stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct SectionRow {
+    pub level: u32,
+    pub heading: String,
+    pub anchor: String,
+    pub page: Option<u32>,
+    pub text: String,
 }
 
 /// A stored chunk with what a search hit shows of it.
@@ -585,6 +606,45 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// Every document, ordered by path: (path, kind, title, chunks).
+    pub fn list_documents(&self) -> Result<Vec<DocSummary>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT d.path, d.kind, d.title, (SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.id)
+             FROM documents d ORDER BY d.path, d.root",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(DocSummary {
+                path: r.get(0)?,
+                kind: r.get(1)?,
+                title: r.get(2)?,
+                chunks: r.get::<_, i64>(3)? as usize,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// A document's sections in reading order, by its path (the first root that has it).
+    pub fn document_sections(&self, path: &str) -> Result<Option<(DocSummary, Vec<SectionRow>)>> {
+        let Some(doc) = self.list_documents()?.into_iter().find(|d| d.path == path) else {
+            return Ok(None);
+        };
+        let mut stmt = self.conn.prepare(
+            "SELECT s.level, s.heading, s.anchor, s.page, s.text FROM sections s
+             WHERE s.doc_id = (SELECT id FROM documents WHERE path = ?1 ORDER BY root LIMIT 1)
+             ORDER BY s.ord",
+        )?;
+        let rows = stmt.query_map(params![path], |r| {
+            Ok(SectionRow {
+                level: r.get::<_, i64>(0)? as u32,
+                heading: r.get(1)?,
+                anchor: r.get(2)?,
+                page: r.get::<_, Option<i64>>(3)?.map(|p| p as u32),
+                text: r.get(4)?,
+            })
+        })?;
+        Ok(Some((doc, rows.collect::<rusqlite::Result<_>>()?)))
     }
 
     pub fn count(&self, table: &str) -> Result<usize> {

@@ -54,6 +54,8 @@ pub struct GenerateRequest<'a> {
     /// Keep the longest prefix of the prompt that the model's KV cache already holds
     /// (a conversation's earlier turns) instead of processing the whole prompt again.
     pub reuse_prefix: bool,
+    /// Checked before every step: when set, generation stops with an error.
+    pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
 }
 
 /// Runs one generation. `on_text` receives each new piece of decoded text as it appears.
@@ -106,6 +108,12 @@ pub fn generate(
     emit(&out, &mut emitted);
 
     let stop = loop {
+        if req
+            .cancel
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+        {
+            bail!(Cancelled);
+        }
         if out.len() >= req.max_tokens {
             break StopReason::MaxTokens;
         }
@@ -162,6 +170,11 @@ pub fn generate(
         generate_ms: gen_start.elapsed().as_secs_f64() * 1e3,
     })
 }
+
+/// Generation was stopped by its `cancel` flag.
+#[derive(Debug, thiserror::Error)]
+#[error("generation cancelled")]
+pub struct Cancelled;
 
 fn common_prefix(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()

@@ -61,6 +61,10 @@ pub struct AskReport {
     pub notes: Vec<String>,
     /// The schema handed to the decoder, when the LLM ran.
     pub decoder_schema: Option<Value>,
+    /// The retrieved chunks (with file and anchor, which the response formats omit), so
+    /// a UI can turn cited ids and sections into links.
+    #[serde(skip)]
+    pub hits: Vec<crate::kb::search::Hit>,
 }
 
 /// Retrieval for one question, with the report's retrieval figures filled in.
@@ -77,6 +81,7 @@ pub(crate) fn gather(
         retrieval_ms: t.elapsed().as_secs_f64() * 1e3,
         best_score: ev.best_score,
         domain_score: ev.domain_score,
+        hits: ev.hits.clone(),
         ..Default::default()
     };
     Ok((ev, report))

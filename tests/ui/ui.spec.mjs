@@ -1,0 +1,333 @@
+// Browser test of the Sextant web UI against a running `sextant serve`.
+//
+//   SEXTANT_URL=http://127.0.0.1:7878 SEXTANT_SAMPLE_KB=$PWD/examples/kb node tests/ui/ui.spec.mjs
+//
+// Env: SEXTANT_URL (required), SEXTANT_SAMPLE_KB (absolute path of examples/kb, required),
+// SEXTANT_TOKEN (optional bearer token, stored as the UI would), CHROMIUM (default
+// /usr/bin/chromium), OUT_DIR (screenshots, default test-output/ui).
+// Exits 0 when every step passes, 1 with the failing step's message otherwise.
+import { chromium } from "playwright-core";
+import fs from "node:fs";
+import path from "node:path";
+
+const BASE = (process.env.SEXTANT_URL || "").replace(/\/+$/, "");
+const SAMPLE_KB = process.env.SEXTANT_SAMPLE_KB || "";
+const TOKEN = process.env.SEXTANT_TOKEN || "";
+const OUT_DIR = process.env.OUT_DIR || "test-output/ui";
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+
+const QUESTION = "How do I renew a TLS certificate manually?";
+const QUESTION_FILE = "security/tls-certificates.md";
+const NAV_QUESTION = "Take me to point-in-time recovery of the database";
+const DECISIONS = ["CONTINUE", "LOOP", "DETOUR", "INJECT_FLOW", "INJECT_NODES", "ESCALATE", "TERMINATE"];
+
+const SEC = 1000;
+const T_INGEST = 240 * SEC; // the sample KB takes ~15 s on 2 cores; leave room
+const T_ASK = 120 * SEC;
+const T_NAV = 120 * SEC;
+const T_ROUTE = 120 * SEC;
+const T_INTERVIEW = 180 * SEC;
+const T_UI = 15 * SEC;
+
+class Failure extends Error {}
+function assert(cond, message) {
+  if (!cond) throw new Failure(message);
+}
+
+if (!BASE) {
+  console.error("SEXTANT_URL is not set (e.g. http://127.0.0.1:7878)");
+  process.exit(1);
+}
+if (!SAMPLE_KB || !path.isAbsolute(SAMPLE_KB) || !fs.existsSync(SAMPLE_KB)) {
+  console.error(`SEXTANT_SAMPLE_KB must be the absolute path of examples/kb (got "${SAMPLE_KB}")`);
+  process.exit(1);
+}
+if (!fs.existsSync(CHROMIUM)) {
+  console.error(`Chromium not found at ${CHROMIUM} (set CHROMIUM or apt-get install chromium)`);
+  process.exit(1);
+}
+fs.mkdirSync(OUT_DIR, { recursive: true });
+
+const consoleErrors = [];
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  headless: true,
+  args: [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
+});
+const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+const page = await context.newPage();
+page.setDefaultTimeout(T_UI);
+page.on("console", (msg) => {
+  if (msg.type() === "error") consoleErrors.push(`console: ${msg.text()}`);
+});
+page.on("pageerror", (err) => consoleErrors.push(`pageerror: ${err.message}`));
+await page.addInitScript(() => {
+  window.__cspViolations = [];
+  document.addEventListener("securitypolicyviolation", (e) => {
+    window.__cspViolations.push(`${e.violatedDirective} blocked ${e.blockedURI || "(inline)"}`);
+  });
+});
+if (TOKEN) {
+  await page.addInitScript((t) => localStorage.setItem("sextant.token", t), TOKEN);
+}
+
+const tid = (id) => `[data-testid="${id}"]`;
+let shot = 0;
+async function screenshot(name) {
+  shot += 1;
+  const file = path.join(OUT_DIR, `${String(shot).padStart(2, "0")}-${name}.png`);
+  await page.screenshot({ path: file });
+  console.log(`    screenshot ${file}`);
+}
+
+async function errorBanner() {
+  const banner = page.locator(tid("error"));
+  return (await banner.isVisible()) ? (await banner.locator(tid("error-text")).textContent()).trim() : null;
+}
+
+/** Waits for `selector` to be visible; fails early with the banner's text if an error shows. */
+async function waitForResult(selector, timeout, what) {
+  const result = page.locator(selector).first();
+  const banner = page.locator(tid("error"));
+  try {
+    await Promise.race([
+      result.waitFor({ state: "visible", timeout }),
+      banner.waitFor({ state: "visible", timeout }).then(async () => {
+        throw new Failure(`${what}: the UI showed an error: ${await errorBanner()}`);
+      }),
+    ]);
+  } catch (e) {
+    if (e instanceof Failure) throw e;
+    throw new Failure(`${what}: nothing appeared within ${timeout / SEC} s (${e.message.split("\n")[0]})`);
+  }
+  const err = await errorBanner();
+  assert(!err, `${what}: the UI showed an error: ${err}`);
+}
+
+/** Polls until the Reader shows `file` with the element `#anchor` highlighted and on screen. */
+async function expectHighlighted(file, anchor, what) {
+  const probe = ({ file, anchor }) => {
+    const doc = document.getElementById("sx-doc");
+    const screen = document.getElementById("sx-screen-reader");
+    if (!doc || !screen || screen.hidden) return { ok: false, why: "the Reader screen is not visible" };
+    if (doc.dataset.path !== file) return { ok: false, why: `the Reader shows "${doc.dataset.path}", not "${file}"` };
+    const target = doc.querySelector(`#${CSS.escape(anchor)}`);
+    if (!target) return { ok: false, why: `no element with id "${anchor}" in the document` };
+    if (!target.classList.contains("highlight")) return { ok: false, why: `#${anchor} has no "highlight" class` };
+    const bg = getComputedStyle(target).backgroundColor;
+    if (!bg || bg === "rgba(0, 0, 0, 0)" || bg === "transparent") return { ok: false, why: `#${anchor} highlight has no visible background` };
+    const r = target.getBoundingClientRect();
+    const c = doc.getBoundingClientRect();
+    const top = Math.max(0, c.top);
+    const bottom = Math.min(window.innerHeight, c.bottom);
+    if (r.height === 0) return { ok: false, why: `#${anchor} has no height` };
+    if (!(r.bottom > top && r.top < bottom)) {
+      return { ok: false, why: `#${anchor} is off screen (top ${Math.round(r.top)}, visible ${Math.round(top)}..${Math.round(bottom)})` };
+    }
+    return { ok: true };
+  };
+  const deadline = Date.now() + T_UI;
+  let last;
+  for (;;) {
+    last = await page.evaluate(probe, { file, anchor });
+    if (last.ok) return;
+    const err = await errorBanner();
+    assert(!err, `${what}: the UI showed an error: ${err}`);
+    if (Date.now() > deadline) throw new Failure(`${what}: ${last.why}`);
+    await page.waitForTimeout(200);
+  }
+}
+
+async function cspViolations() {
+  return page.evaluate(() => window.__cspViolations || []);
+}
+
+async function show(screen) {
+  await page.click(tid(`nav-${screen}`));
+  await page.locator(tid(`screen-${screen}`)).waitFor({ state: "visible" });
+}
+
+const steps = [];
+const step = (name, fn) => steps.push({ name, fn });
+
+// ------------------------------------------------------------------------ steps
+
+step("open / : title, no console errors, no CSP violations", async () => {
+  const res = await page.goto(`${BASE}/`, { waitUntil: "load" });
+  assert(res && res.ok(), `GET / answered ${res ? res.status() : "nothing"}`);
+  await page.locator('body[data-ready="true"]').waitFor({ state: "attached" });
+  await page.waitForLoadState("networkidle");
+  const title = await page.title();
+  assert(title === "Sextant", `page title is "${title}", expected "Sextant"`);
+  const csp = await page.locator('meta[http-equiv="Content-Security-Policy"]').getAttribute("content");
+  assert(csp && csp.includes("script-src 'self'"), `CSP meta missing or weak: ${csp}`);
+  const err = await errorBanner();
+  assert(!err, `error banner after load: ${err}`);
+  const v = await cspViolations();
+  assert(v.length === 0, `CSP violations: ${v.join("; ")}`);
+  assert(consoleErrors.length === 0, `console errors after load:\n  ${consoleErrors.join("\n  ")}`);
+  assert(await page.locator(tid("screen-library")).isVisible(), "the Library is not the first screen");
+});
+
+step("Library: add the sample KB folder, list ≥ 10 documents", async () => {
+  await show("library");
+  await page.fill(tid("folder-input"), SAMPLE_KB);
+  await page.click(tid("add-folder"));
+  await page.locator(tid("ingest-progress")).waitFor({ state: "visible" });
+  await waitForResult(tid("ingest-summary"), T_INGEST, "ingest");
+  const label = (await page.locator(tid("ingest-label")).textContent()).trim();
+  const m = label.match(/^(\d+) \/ (\d+)/);
+  assert(m, `progress label "${label}" is not "i / n file"`);
+  assert(+m[2] >= 10 && m[1] === m[2], `progress ended at "${label}", expected n / n with n ≥ 10`);
+  await page.locator(`${tid("doc-item")} >> nth=9`).waitFor({ state: "visible", timeout: T_UI });
+  const n = await page.locator(tid("doc-item")).count();
+  assert(n >= 10, `the documents list has ${n} entries, expected ≥ 10`);
+  const stats = (await page.locator(tid("kb-stats")).textContent()).trim();
+  assert(/\d/.test(stats), `KB stats line shows no numbers: "${stats}"`);
+  const paths = await page.locator(tid("doc-item")).evaluateAll((els) => els.map((e) => e.dataset.path));
+  assert(paths.includes(QUESTION_FILE), `the list lacks ${QUESTION_FILE}: ${paths.join(", ")}`);
+  await screenshot("library");
+});
+
+let firstCitation = null;
+step(`Ask: "${QUESTION}" gives an answer with citations`, async () => {
+  await show("ask");
+  await page.fill(tid("question"), QUESTION);
+  await page.check(tid("format-rag"));
+  await page.selectOption(tid("mode"), "extractive");
+  await page.click(tid("ask-button"));
+  await waitForResult(tid("ask-result"), T_ASK, "ask");
+  const answer = (await page.locator(tid("answer")).textContent()).trim();
+  assert(answer.length >= 10 && answer !== "(no answer)", `answer is empty or too short: "${answer}"`);
+  const badge = (await page.locator(tid("confidence")).textContent()).trim();
+  assert(/\d+ %/.test(badge), `rag confidence badge "${badge}" shows no percentage`);
+  const badgeClass = await page.locator(tid("confidence")).getAttribute("class");
+  assert(/conf-(high|medium|low)/.test(badgeClass), `confidence badge has no level class: "${badgeClass}"`);
+  const cites = page.locator(tid("citation"));
+  const n = await cites.count();
+  assert(n >= 1, "no citation shown");
+  const all = await cites.evaluateAll((els) => els.map((e) => ({ file: e.dataset.file, anchor: e.dataset.anchor })));
+  assert(all.some((c) => c.file === QUESTION_FILE), `no citation of ${QUESTION_FILE}: ${JSON.stringify(all)}`);
+  firstCitation = all[0];
+  assert(firstCitation.file && firstCitation.anchor, `first citation lacks file or anchor: ${JSON.stringify(firstCitation)}`);
+  const raw = await page.locator(tid("ask-raw")).textContent();
+  const parsed = JSON.parse(raw);
+  assert(parsed.response && typeof parsed.response.final_answer === "string", "raw JSON has no response.final_answer");
+  await screenshot("ask");
+});
+
+step("Ask → first citation opens the Reader at the cited anchor, highlighted", async () => {
+  await page.locator(tid("citation")).first().click();
+  await expectHighlighted(firstCitation.file, firstCitation.anchor, "citation");
+  const items = await page.locator(tid("outline-item")).count();
+  assert(items >= 1, "the Reader outline is empty");
+  await screenshot("reader-citation");
+});
+
+step(`Reader: navigate "${NAV_QUESTION}"`, async () => {
+  await show("reader");
+  await page.fill(tid("navigate-question"), NAV_QUESTION);
+  await page.click(tid("navigate-go"));
+  await waitForResult(`${tid("navigate-result")}[data-anchor]:not([data-anchor=""])`, T_NAV, "navigate");
+  const box = page.locator(tid("navigate-result"));
+  const file = await box.getAttribute("data-file");
+  const anchor = await box.getAttribute("data-anchor");
+  assert(file, "navigate result has no target file");
+  const by = (await page.locator(tid("navigate-decided-by")).textContent()).trim();
+  assert(["fast-path", "retrieval", "llm"].includes(by), `navigate decided_by "${by}" is not fast-path|retrieval|llm`);
+  await expectHighlighted(file, anchor, "navigate");
+  await screenshot("reader-navigate");
+});
+
+step("Router console: route the sample forensics", async () => {
+  await show("router");
+  const text = await page.inputValue(tid("forensics"));
+  let sample;
+  try {
+    sample = JSON.parse(text);
+  } catch (e) {
+    throw new Failure(`the pre-filled forensics is not JSON: ${e.message}`);
+  }
+  assert(sample.step_completed === "build-step-3", `pre-filled forensics is not the sample: ${text.slice(0, 80)}`);
+  await page.click(tid("route-button"));
+  await waitForResult(tid("decision-card"), T_ROUTE, "route");
+  const decision = (await page.locator(tid("decision")).textContent()).trim();
+  assert(DECISIONS.includes(decision), `decision "${decision}" is not one of ${DECISIONS.join("/")}`);
+  const by = await page.locator(tid("decided-by")).getAttribute("data-value");
+  assert(by && by.length > 0, "decided_by is not shown");
+  assert(await page.locator(tid("decided-by")).isVisible(), "decided_by is not visible");
+  const reason = (await page.locator(tid("reason")).textContent()).trim();
+  assert(reason.length > 0, "the decision has no reason");
+  await page.locator(tid("log-row")).first().waitFor({ state: "visible", timeout: T_UI }).catch(() => {
+    throw new Failure("the decisions log shows no entry after routing");
+  });
+  await screenshot("router");
+});
+
+step("Interview: start shows one question", async () => {
+  await show("interview");
+  await page.click(tid("interview-start"));
+  await waitForResult(tid("turn-interviewer"), T_INTERVIEW, "interview");
+  const text = (await page.locator(tid("turn-interviewer")).first().textContent()).trim();
+  const q = (text.match(/\?/g) || []).length;
+  assert(q === 1, `the first interviewer turn has ${q} "?" (expected exactly 1): "${text}"`);
+  const stage = (await page.locator(tid("interview-stage")).textContent()).trim();
+  assert(stage && stage !== "?", "the interview stage is not shown");
+  const depth = (await page.locator(tid("interview-depth")).textContent()).trim();
+  assert(/^[1-4]$/.test(depth), `question depth "${depth}" is not 1..4`);
+  assert(await page.locator(tid("interview-answer")).isEnabled(), "the answer box is not enabled after the first turn");
+  await screenshot("interview");
+});
+
+step("no console errors or CSP violations during the run", async () => {
+  const v = await cspViolations();
+  assert(v.length === 0, `CSP violations: ${v.join("; ")}`);
+  assert(consoleErrors.length === 0, `console errors:\n  ${consoleErrors.join("\n  ")}`);
+});
+
+step("errors reach the banner (ingest of a missing folder)", async () => {
+  await show("library");
+  await page.fill(tid("folder-input"), "/nonexistent/sextant-ui-test-folder");
+  await page.click(tid("add-folder"));
+  await page.locator(tid("error")).waitFor({ state: "visible", timeout: T_ROUTE }).catch(() => {
+    throw new Failure("no error banner after ingesting a missing folder");
+  });
+  const msg = await errorBanner();
+  assert(msg && msg.length > 3, `the error banner is empty: "${msg}"`);
+  console.log(`    banner: ${msg}`);
+  await screenshot("error");
+});
+
+// ------------------------------------------------------------------------ run
+
+let failed = false;
+for (const { name, fn } of steps) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    console.log(`ok   ${name} (${((Date.now() - t0) / SEC).toFixed(1)} s)`);
+  } catch (e) {
+    failed = true;
+    console.error(`FAIL ${name} (${((Date.now() - t0) / SEC).toFixed(1)} s)\n     ${e instanceof Failure ? e.message : e.stack}`);
+    if (consoleErrors.length) console.error(`     console errors so far:\n       ${consoleErrors.join("\n       ")}`);
+    try {
+      await page.screenshot({ path: path.join(OUT_DIR, "FAILED.png") });
+      console.error(`     screenshot ${path.join(OUT_DIR, "FAILED.png")}`);
+    } catch {
+      /* page gone */
+    }
+    break;
+  }
+}
+await browser.close();
+console.log(failed ? "UI test FAILED" : `UI test passed (${steps.length} steps)`);
+process.exit(failed ? 1 : 0);

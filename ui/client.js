@@ -1,0 +1,268 @@
+// The one module that talks to the Sextant engine.
+//
+// In the desktop app (Tauri, `withGlobalTauri`) every call goes through IPC:
+//   invoke("api", {method, path, body})  -> the same JSON the HTTP route answers;
+//                                            rejects with that route's error object
+//                                            ({error: {message, type, code}}) or a string.
+//   invoke("ingest", {path})             -> progress arrives as events
+//       "ingest://progress" {done, total, file}
+//       "ingest://done"     {summary}
+//       "ingest://error"    {error: {message, ...}}
+// In a browser the same routes are fetched from the origin that served the page
+// (`sextant serve`), with `Authorization: Bearer` when localStorage "sextant.token" is set.
+
+const TOKEN_KEY = "sextant.token";
+
+function tauri() {
+  const t = window.__TAURI__;
+  return t && t.core && typeof t.core.invoke === "function" ? t : null;
+}
+
+export function inTauri() {
+  return tauri() !== null;
+}
+
+export function getToken() {
+  try {
+    return localStorage.getItem(TOKEN_KEY) || "";
+  } catch {
+    return "";
+  }
+}
+
+export function setToken(token) {
+  try {
+    if (token) localStorage.setItem(TOKEN_KEY, token);
+    else localStorage.removeItem(TOKEN_KEY);
+  } catch {
+    /* storage disabled: run without a token */
+  }
+}
+
+/** The message inside whatever an engine call failed with. */
+function errorMessage(e, fallback) {
+  if (e == null) return fallback;
+  if (typeof e === "string") {
+    try {
+      return errorMessage(JSON.parse(e), e);
+    } catch {
+      return e;
+    }
+  }
+  if (e instanceof Error) return e.message;
+  if (e.error) return typeof e.error === "string" ? e.error : errorMessage(e.error, fallback);
+  if (typeof e.message === "string") return e.message;
+  return fallback;
+}
+
+function toError(e, fallback) {
+  const err = new Error(errorMessage(e, fallback));
+  if (e && e.error && e.error.type) err.type = e.error.type;
+  return err;
+}
+
+function headers(json) {
+  const h = { Accept: "application/json" };
+  if (json) h["Content-Type"] = "application/json";
+  const token = getToken();
+  if (token) h.Authorization = `Bearer ${token}`;
+  return h;
+}
+
+async function httpError(res) {
+  let text = "";
+  try {
+    text = await res.text();
+  } catch {
+    /* body unreadable */
+  }
+  let parsed = null;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    /* not JSON */
+  }
+  const fallback = `${res.status} ${res.statusText || "error"}${text && !parsed ? `: ${text.slice(0, 200)}` : ""}`;
+  const err = toError(parsed, fallback);
+  err.status = res.status;
+  if (res.status === 401 && !inTauri()) {
+    err.message += " — open this page once as /#token=YOUR_TOKEN to store the server's token";
+  }
+  const retry = res.headers.get("Retry-After");
+  if (retry) err.message += ` (retry after ${retry} s)`;
+  return err;
+}
+
+/**
+ * Calls one API route. `path` includes any query string ("/api/document?path=a.md").
+ * Resolves to the parsed JSON answer; rejects with an Error carrying the server's
+ * error.message on a non-2xx status.
+ */
+export async function api(method, path, body = null) {
+  method = method.toUpperCase();
+  const t = tauri();
+  if (t) {
+    try {
+      return await t.core.invoke("api", { method, path, body: body ?? null });
+    } catch (e) {
+      throw toError(e, `${method} ${path} failed`);
+    }
+  }
+  const hasBody = body != null && method !== "GET" && method !== "HEAD";
+  let res;
+  try {
+    res = await fetch(path, {
+      method,
+      headers: headers(hasBody),
+      body: hasBody ? JSON.stringify(body) : undefined,
+      cache: "no-store",
+    });
+  } catch (e) {
+    throw new Error(`cannot reach the Sextant server (${method} ${path}): ${e.message}`);
+  }
+  if (!res.ok) throw await httpError(res);
+  const text = await res.text();
+  if (!text) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error(`${method} ${path}: the server answered something that is not JSON`);
+  }
+}
+
+/** Splits a text/event-stream into {event, data} records; `feed` returns complete ones. */
+export function sseParser() {
+  let buf = "";
+  let event = "message";
+  let data = [];
+  const out = [];
+  function line(l) {
+    if (l === "") {
+      if (data.length) out.push({ event, data: data.join("\n") });
+      event = "message";
+      data = [];
+      return;
+    }
+    if (l.startsWith(":")) return; // comment / keep-alive
+    const i = l.indexOf(":");
+    const field = i < 0 ? l : l.slice(0, i);
+    let value = i < 0 ? "" : l.slice(i + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "event") event = value || "message";
+    else if (field === "data") data.push(value);
+  }
+  return {
+    feed(chunk) {
+      buf += chunk;
+      let nl;
+      while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+        // A lone "\r" at the end may be the first half of "\r\n": wait for more.
+        if (nl === buf.length - 1 && buf[nl] === "\r") break;
+        const sep = buf.startsWith("\r\n", nl) ? 2 : 1;
+        line(buf.slice(0, nl));
+        buf = buf.slice(nl + sep);
+      }
+      return out.splice(0);
+    },
+    end() {
+      if (buf) line(buf.replace(/\r$/, ""));
+      buf = "";
+      line("");
+      return out.splice(0);
+    },
+  };
+}
+
+/**
+ * Ingests a folder. `onProgress({done, total, file})` is called for each file; the
+ * promise resolves to the done summary (the `summary` of the done event) or rejects with
+ * the error event's message.
+ */
+export function ingest(path, onProgress = () => {}) {
+  const t = tauri();
+  return t ? ingestTauri(t, path, onProgress) : ingestHttp(path, onProgress);
+}
+
+async function ingestTauri(t, path, onProgress) {
+  const listen = t.event && t.event.listen;
+  if (typeof listen !== "function") {
+    throw new Error("Tauri event API missing (window.__TAURI__.event.listen)");
+  }
+  const unlisten = [];
+  try {
+    return await new Promise((resolve, reject) => {
+      Promise.all([
+        listen("ingest://progress", (e) => onProgress(e.payload || {})),
+        listen("ingest://done", (e) => resolve(summaryOf(e.payload))),
+        listen("ingest://error", (e) => reject(toError(e.payload, "ingest failed"))),
+      ])
+        .then((fns) => {
+          unlisten.push(...fns);
+          return t.core.invoke("ingest", { path });
+        })
+        .then((ret) => {
+          // The command may also return the summary itself; the done event usually wins.
+          if (ret && typeof ret === "object" && ret.summary) resolve(ret.summary);
+        })
+        .catch((e) => reject(toError(e, "ingest failed")));
+    });
+  } finally {
+    for (const f of unlisten) {
+      try {
+        f();
+      } catch {
+        /* already gone */
+      }
+    }
+  }
+}
+
+function summaryOf(payload) {
+  return payload && typeof payload === "object" && "summary" in payload ? payload.summary : payload;
+}
+
+async function ingestHttp(path, onProgress) {
+  let res;
+  try {
+    res = await fetch("/api/ingest", {
+      method: "POST",
+      headers: { ...headers(true), Accept: "text/event-stream" },
+      body: JSON.stringify({ path }),
+      cache: "no-store",
+    });
+  } catch (e) {
+    throw new Error(`cannot reach the Sextant server (POST /api/ingest): ${e.message}`);
+  }
+  if (!res.ok) throw await httpError(res);
+  if (!res.body) throw new Error("ingest: the response has no body stream");
+
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  const parser = sseParser();
+  const handle = (records) => {
+    for (const r of records) {
+      let payload;
+      try {
+        payload = JSON.parse(r.data);
+      } catch {
+        throw new Error(`ingest: malformed event data: ${r.data.slice(0, 200)}`);
+      }
+      if (r.event === "progress") onProgress(payload);
+      else if (r.event === "done") return { done: summaryOf(payload) };
+      else if (r.event === "error") throw toError(payload, "ingest failed");
+    }
+    return null;
+  };
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      const got = done
+        ? handle(parser.feed(decoder.decode()).concat(parser.end()))
+        : handle(parser.feed(decoder.decode(value, { stream: true })));
+      if (got) return got.done;
+      if (done) throw new Error("ingest: the stream ended without a result");
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
