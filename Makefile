@@ -3,7 +3,7 @@ CARGO   ?= cargo
 SEXTANT := target/release/sextant
 SCHEMAS := navigator-response rag-response routing-decision navigate-to-section interview-turn
 
-.PHONY: all build models test demo bench lint clean sample-pdf
+.PHONY: all build models test e2e e2e-deps demo bench lint clean sample-pdf
 
 all: build
 
@@ -17,8 +17,22 @@ models: build
 	$(SEXTANT) models pull
 
 # Tests share the release build (candle unoptimised is unusably slow) and the real models.
-test: models
+test: models e2e-deps
 	$(CARGO) test --release
+	scripts/e2e.sh
+
+# The end-to-end tests alone (a running server, the openai client, the UI in Chromium).
+e2e: build e2e-deps
+	scripts/e2e.sh
+
+# What the end-to-end tests need: Debian's chromium, playwright-core (npm), the openai
+# client (PyPI, in a venv under target/).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+e2e-deps:
+	@command -v chromium >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
+	@[ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
+	@[ -x target/e2e-venv/bin/python ] || python3 -m venv target/e2e-venv
+	@target/e2e-venv/bin/pip install -q -r tests/openai/requirements.txt
 
 # Five valid objects from the embedded model, one per seed response format; then the
 # sample knowledge base goes into the default KB and is asked in both answer formats.

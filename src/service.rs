@@ -102,6 +102,8 @@ pub struct Service {
     llm_name: String,
     pub embedder: Arc<Embedder>,
     waiting: AtomicUsize,
+    /// Generations stopped because their client went away.
+    cancelled: AtomicUsize,
     interviews: Mutex<HashMap<String, Interview>>,
     /// The folder last ingested (the UI's "re-index").
     last_ingested: Mutex<Option<PathBuf>>,
@@ -162,6 +164,7 @@ impl Service {
             llm: Mutex::new(llm),
             embedder,
             waiting: AtomicUsize::new(0),
+            cancelled: AtomicUsize::new(0),
             interviews: Mutex::new(HashMap::new()),
             last_ingested: Mutex::new(None),
         }
@@ -214,6 +217,7 @@ impl Service {
                 "kb": self.config.kb_dir,
                 "llm": self.llm_name,
                 "embedder": self.embedder.name,
+                "cancelled_generations": self.cancelled.load(Ordering::Relaxed),
             })),
             ("GET", "/api/kb") => self.kb_info(),
             ("GET", "/api/document") => {
@@ -576,6 +580,7 @@ impl Service {
                     }
                     Some(_) => ApiError::internal(&e),
                     None if e.downcast_ref::<crate::llm::generate::Cancelled>().is_some() => {
+                        self.cancelled.fetch_add(1, Ordering::Relaxed);
                         ApiError::bad_request("cancelled").with_code("cancelled")
                     }
                     // A schema the grammar engine cannot compile is the caller's to fix.

@@ -382,14 +382,17 @@ async fn embeddings(State(app): State<App>, body: Result<Bytes, BytesRejection>)
             .into())
         }
     };
-    if let Some(f) = body["encoding_format"].as_str() {
-        if f != "float" {
+    // The Python client asks for base64 (little-endian f32) by default.
+    let base64 = match body["encoding_format"].as_str() {
+        None | Some("float") => false,
+        Some("base64") => true,
+        Some(f) => {
             return Err(ApiError::bad_request(format!(
-                "encoding_format {f:?}: only float is supported"
+                "encoding_format {f:?}: use float or base64"
             ))
-            .into());
+            .into())
         }
-    }
+    };
     let svc = app.svc.clone();
     let counted = texts.clone();
     let (vectors, tokens) = blocking(move || {
@@ -405,7 +408,16 @@ async fn embeddings(State(app): State<App>, body: Result<Bytes, BytesRejection>)
     let data: Vec<Value> = vectors
         .into_iter()
         .enumerate()
-        .map(|(i, v)| json!({"object": "embedding", "index": i, "embedding": v}))
+        .map(|(i, v)| {
+            let embedding = if base64 {
+                use base64::Engine;
+                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                json!(base64::engine::general_purpose::STANDARD.encode(bytes))
+            } else {
+                json!(v)
+            };
+            json!({"object": "embedding", "index": i, "embedding": embedding})
+        })
         .collect();
     Ok(Json(json!({
         "object": "list",

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# End-to-end tests over loopback: `sextant serve` on a fresh KB with a token, then the
+# official openai Python client (tests/openai/) and the UI in Debian's Chromium driven by
+# Playwright (tests/ui/). Needs `make e2e-deps` (what `make test` runs first).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=target/release/sextant
+VENV=target/e2e-venv
+OUT=${OUT_DIR:-test-output}
+TMP=$(mktemp -d)
+TOKEN="e2e-$RANDOM$RANDOM"
+"$BIN" serve --kb "$TMP/kb" --port 0 --token "$TOKEN" --run-base "$TMP/runs" 2>"$TMP/serve.log" &
+PID=$!
+trap 'kill $PID 2>/dev/null || true; wait $PID 2>/dev/null || true; rm -rf "$TMP"' EXIT
+for _ in $(seq 1 240); do
+  grep -q "listening on" "$TMP/serve.log" && break
+  if ! kill -0 $PID 2>/dev/null; then cat "$TMP/serve.log"; echo "sextant serve did not start"; exit 1; fi
+  sleep 0.5
+done
+URL=$(grep -o 'http://[0-9.:]*' "$TMP/serve.log" | head -1)
+[ -n "$URL" ] || { cat "$TMP/serve.log"; echo "sextant serve did not start in time"; exit 1; }
+echo "== sextant serve at $URL"
+echo "== openai Python client (tests/openai)"
+SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN "$VENV/bin/python" tests/openai/test_openai_client.py
+echo "== UI in Chromium (tests/ui), screenshots in $OUT/ui"
+SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN SEXTANT_SAMPLE_KB="$PWD/examples/kb" OUT_DIR="$OUT/ui" \
+  node tests/ui/ui.spec.mjs
