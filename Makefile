@@ -3,7 +3,7 @@ CARGO   ?= cargo
 SEXTANT := target/release/sextant
 SCHEMAS := navigator-response rag-response routing-decision navigate-to-section interview-turn
 
-.PHONY: all build models test e2e e2e-deps demo bench lint clean sample-pdf
+.PHONY: all build models test e2e e2e-deps app desktop desktop-deps desktop-smoke bundle demo bench lint clean sample-pdf
 
 all: build
 
@@ -17,13 +17,45 @@ models: build
 	$(SEXTANT) models pull
 
 # Tests share the release build (candle unoptimised is unusably slow) and the real models.
-test: models e2e-deps
-	$(CARGO) test --release
+# The engine and the desktop shell build in one invocation so their shared dependencies
+# are compiled once, with one feature set.
+test: e2e-deps desktop-deps
+	$(CARGO) build --release --workspace
+	$(SEXTANT) models pull
+	$(CARGO) test --release --workspace
 	scripts/e2e.sh
+	scripts/desktop-smoke.sh
 
 # The end-to-end tests alone (a running server, the openai client, the UI in Chromium).
 e2e: build e2e-deps
 	scripts/e2e.sh
+
+# The desktop app: system libraries, the models, the sample KB in the default knowledge
+# base, then the window.
+app: desktop
+	$(SEXTANT) models pull
+	$(SEXTANT) ingest examples/kb
+	target/release/sextant-desktop
+
+desktop: desktop-deps
+	$(CARGO) build --release --workspace
+
+desktop-smoke: desktop
+	scripts/desktop-smoke.sh
+
+# A .deb of the desktop app (tauri-cli from crates.io, installed once under target/).
+# AppImage needs tools fetched from GitHub at bundle time, which an offline build host
+# cannot reach, so it is not built.
+bundle: desktop-deps
+	@[ -x target/tauri-cli/bin/cargo-tauri ] || $(CARGO) install tauri-cli --version '^2' --locked --root target/tauri-cli
+	cd src-tauri && ../target/tauri-cli/bin/cargo-tauri build --bundles deb
+	@ls -l target/release/bundle/deb/*.deb
+
+# What Tauri needs on Debian/Ubuntu (webkit2gtk 4.1 and friends), and Xvfb, xdotool and
+# scrot for the window smoke test.
+DESKTOP_PKGS := libwebkit2gtk-4.1-dev libxdo-dev libssl-dev librsvg2-dev build-essential file xvfb xdotool scrot
+desktop-deps:
+	@dpkg -s $(DESKTOP_PKGS) >/dev/null 2>&1 || { $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $(DESKTOP_PKGS); }
 
 # What the end-to-end tests need: Debian's chromium, playwright-core (npm), the openai
 # client (PyPI, in a venv under target/).
@@ -70,7 +102,7 @@ sample-pdf:
 
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --release --all-targets -- -D warnings
+	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
 clean:
 	$(CARGO) clean

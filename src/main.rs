@@ -863,7 +863,7 @@ fn navigate(store: &ModelStore, llm_name: Option<&str>, args: NavigateArgs) -> R
 }
 
 fn serve(store: &ModelStore, llm_name: Option<&str>, args: ServeArgs) -> Result<()> {
-    use sextant::service::{Service, ServiceConfig};
+    use sextant::service::{OpenOptions, Service};
     if !args.host.is_loopback() {
         if !args.allow_remote {
             bail!(
@@ -882,20 +882,21 @@ fn serve(store: &ModelStore, llm_name: Option<&str>, args: ServeArgs) -> Result<
             }
         );
     }
-    let mut kb = open_kb(store, &args.kb)?;
     if !args.ingest.is_empty() {
+        let mut kb = open_kb(store, &args.kb)?;
         run_ingest(&mut kb, &args.ingest, &IngestOptions::default(), false)?;
     }
-    let model = store.resolve(Role::Llm, llm_name)?;
-    let llm = Llm::load(&model, &LoadOptions::from_env()?)?;
-    let kb_dir = kb.store.dir().to_path_buf();
-    let config = ServiceConfig {
-        interviews_dir: kb_dir.join("interviews"),
-        kb_dir,
-        flow: args.flow,
-        run_base: args.run_base,
-    };
-    let svc = std::sync::Arc::new(Service::new(config, kb, llm));
+    let svc = Service::open(
+        store,
+        &OpenOptions {
+            kb: args.kb.kb.clone(),
+            llm: llm_name.map(str::to_string),
+            embedder: args.kb.embedder.clone(),
+            flow: Some(args.flow),
+            run_base: Some(args.run_base),
+        },
+    )?;
+    let svc = std::sync::Arc::new(svc);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -95,6 +95,19 @@ pub struct ServiceConfig {
     pub interviews_dir: PathBuf,
 }
 
+/// Where a service's knowledge base and models come from.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// A folder path or a name under the data dir (default: the default KB).
+    pub kb: Option<String>,
+    /// The LLM by name in the model store (default: the manifest's).
+    pub llm: Option<String>,
+    /// The embedding model by name (default: the manifest's; must match the KB's).
+    pub embedder: Option<String>,
+    pub flow: Option<PathBuf>,
+    pub run_base: Option<PathBuf>,
+}
+
 pub struct Service {
     pub config: ServiceConfig,
     kb: Mutex<KnowledgeBase>,
@@ -168,6 +181,34 @@ impl Service {
             interviews: Mutex::new(HashMap::new()),
             last_ingested: Mutex::new(None),
         }
+    }
+
+    /// Opens the KB and loads both models (verified) from `store`.
+    pub fn open(store: &crate::models::ModelStore, opts: &OpenOptions) -> anyhow::Result<Service> {
+        use crate::llm::LoadOptions;
+        use crate::models::Role;
+        let embedder = Arc::new(Embedder::load(
+            &store.resolve(Role::Embedding, opts.embedder.as_deref())?,
+        )?);
+        let kb_dir = crate::kb::resolve_dir(opts.kb.as_deref());
+        let kb = KnowledgeBase::open(&kb_dir, embedder)?;
+        let llm = Llm::load(
+            &store.resolve(Role::Llm, opts.llm.as_deref())?,
+            &LoadOptions::from_env()?,
+        )?;
+        let config = ServiceConfig {
+            interviews_dir: kb_dir.join("interviews"),
+            kb_dir,
+            flow: opts
+                .flow
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("examples/flow.toml")),
+            run_base: opts
+                .run_base
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("runs")),
+        };
+        Ok(Service::new(config, kb, llm))
     }
 
     pub fn llm_name(&self) -> &str {
