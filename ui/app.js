@@ -431,7 +431,8 @@ function renderInterview(out) {
   state.iv.done = !!out.done;
   const turn = out.turn || {};
   const md = turn.metadata || {};
-  addTurn("interviewer", turn.response || "");
+  // The answer to the wrap-up question ends the interview with no further turn.
+  if (turn.response) addTurn("interviewer", turn.response);
   if (turn.error) addTurn("note", `The interviewer reported ${turn.error}.`);
   $("sx-iv-status").hidden = false;
   $("sx-iv-stage").textContent = (turn.interview_stage || "?").replace(/_/g, " ");
