@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Smoke test of the desktop app: start sextant-desktop under Xvfb on a KB holding the
-# sample documents, wait for its window titled "Sextant", wait until the UI inside it has
-# called the engine through Tauri's invoke (the health call it makes on load), and take a
-# screenshot. Needs `make desktop-deps` and a built sextant-desktop.
+# The desktop app as a new user meets it, under Xvfb: start sextant-desktop on an empty
+# KB, wait for its window titled "Sextant" and for the UI's first call through Tauri's
+# invoke; then, with real clicks and typing (xdotool), add the sample folder (ingest runs
+# through the `ingest` command and its events), ask a question, and click the first
+# citation through to the Reader. Each step waits for the engine call it must cause (the
+# app traces its commands with SEXTANT_DESKTOP_TRACE) and leaves a screenshot. Needs
+# `make desktop-deps` and a built sextant-desktop. Click positions are those of ui/ in
+# the 1280x860 window.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT_DIR:-test-output}/desktop
@@ -15,7 +19,12 @@ cleanup() {
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-fail() { echo "desktop smoke test FAILED: $*"; [ -f "$TMP/app.log" ] && tail -20 "$TMP/app.log"; exit 1; }
+fail() {
+  echo "desktop smoke test FAILED: $*"
+  [ -n "${DISPLAY:-}" ] && scrot -o "$OUT/FAILED.png" 2>/dev/null && echo "  screenshot $OUT/FAILED.png"
+  [ -f "$TMP/app.log" ] && tail -20 "$TMP/app.log"
+  exit 1
+}
 
 # A free display number, chosen by Xvfb itself.
 exec 3<> "$TMP/displayfd"
@@ -25,7 +34,6 @@ for _ in $(seq 1 50); do [ -s "$TMP/displayfd" ] && break; sleep 0.1; done
 export DISPLAY=":$(head -1 "$TMP/displayfd" | tr -d '[:space:]')"
 [ "$DISPLAY" != ":" ] || fail "Xvfb did not start"
 
-target/release/sextant ingest --kb "$TMP/kb" examples/kb >/dev/null
 # Software rendering: no GPU under Xvfb.
 WEBKIT_DISABLE_COMPOSITING_MODE=1 LIBGL_ALWAYS_SOFTWARE=1 SEXTANT_DESKTOP_TRACE=1 \
   target/release/sextant-desktop --kb "$TMP/kb" --run-base "$TMP/runs" >"$TMP/app.log" 2>&1 &
@@ -48,9 +56,44 @@ for _ in $(seq 1 120); do
   sleep 0.5
 done
 grep -q 'api GET /api/health -> ok' "$TMP/app.log" || fail "the UI never reached the engine through invoke"
-grep -q 'api GET /api/kb -> ok' "$TMP/app.log" || sleep 2
-sleep 2 # let the first screen paint
-scrot -o "$OUT/window.png"
-SIZE=$(stat -c %s "$OUT/window.png")
+wait_for() { # COUNT PATTERN WHAT: wait until PATTERN occurs COUNT times in the app's trace
+  for _ in $(seq 1 360); do
+    [ "$(grep -c -- "$2" "$TMP/app.log" || true)" -ge "$1" ] && return 0
+    kill -0 $APP 2>/dev/null || fail "sextant-desktop exited while waiting for $3"
+    sleep 0.5
+  done
+  fail "timed out waiting for $3"
+}
+shot() { sleep 1.5; scrot -o "$OUT/$1.png"; echo "  screenshot $OUT/$1.png"; }
+click() { xdotool mousemove --window "$WID" "$1" "$2" click 1; sleep 0.3; }
+
+wait_for 1 'api GET /api/kb -> ok' "the Library screen to load"
+shot 01-start
+
+# Library: type the folder and press Enter; the list reloads when ingest is done.
+click 630 86
+xdotool key ctrl+a # the UI remembers the last folder; replace it
+xdotool type --delay 25 "$PWD/examples/kb"
+sleep 0.5
+xdotool key Return
+wait_for 1 'ingest -> ok' "the sample folder to be ingested"
+wait_for 2 'api GET /api/kb -> ok' "the document list to reload"
+shot 02-library
+
+# Ask: the nav button, the question box, the Ask button.
+click 60 128
+click 700 100
+xdotool key ctrl+a
+xdotool type --delay 25 "How do I renew a TLS certificate manually?"
+click 1223 183
+wait_for 1 'api POST /api/ask -> ok' "the answer"
+shot 03-ask
+
+# The first citation (focused once the answer shows) opens the Reader at its section.
+xdotool key Return
+wait_for 1 'api GET /api/document -> ok' "the cited document to open"
+shot 04-reader
+
+SIZE=$(stat -c %s "$OUT/04-reader.png")
 [ "$SIZE" -gt 20000 ] || fail "the screenshot is nearly empty ($SIZE bytes)"
-echo "desktop smoke test passed: window shown, UI called the engine, screenshot $OUT/window.png ($SIZE bytes)"
+echo "desktop test passed: window, add folder, ask, citation to the Reader; screenshots in $OUT"

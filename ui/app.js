@@ -297,6 +297,9 @@ function renderAnswer(out, askedFormat) {
   );
   $("sx-ask-raw").textContent = JSON.stringify(out, null, 2);
   $("sx-ask-result").hidden = false;
+  // Keyboard users land on the first source: Enter opens it in the Reader.
+  const first = list.querySelector("button.citation");
+  if (first) first.focus({ preventScroll: true });
 }
 
 // ---------------------------------------------------------------- reader

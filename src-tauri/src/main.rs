@@ -89,6 +89,13 @@ async fn ingest(
                 json!({"done": done, "total": total, "file": file}),
             );
         });
+        if std::env::var_os("SEXTANT_DESKTOP_TRACE").is_some() {
+            let outcome = match &result {
+                Ok(_) => "ok".to_string(),
+                Err(e) => format!("{}", e.status),
+            };
+            eprintln!("ingest -> {outcome}");
+        }
         match result {
             Ok(v) => {
                 let _ = app.emit("ingest://done", v.clone());
