@@ -578,7 +578,11 @@ impl Interview {
                 model: model.to_string(),
             },
         )?;
-        Ok(Interview {
+        Ok(Interview::empty(path, opts))
+    }
+
+    fn empty(path: &Path, opts: InterviewOptions) -> Self {
+        Interview {
             path: path.to_path_buf(),
             state: InterviewState::default(),
             opts,
@@ -586,7 +590,7 @@ impl Interview {
             pending_answer: None,
             last_turn: None,
             context: None,
-        })
+        }
     }
 
     /// Continues a saved transcript. A torn last line (a crash mid-write) is ignored.
@@ -601,15 +605,7 @@ impl Interview {
                 path.display()
             );
         }
-        let mut iv = Interview {
-            path: path.to_path_buf(),
-            state: InterviewState::default(),
-            opts,
-            exchanges: Vec::new(),
-            pending_answer: None,
-            last_turn: None,
-            context: None,
-        };
+        let mut iv = Interview::empty(path, opts);
         for r in records {
             match r {
                 Record::Session { .. } => {}
