@@ -43,13 +43,13 @@ desktop: desktop-deps
 desktop-smoke: desktop
 	scripts/desktop-smoke.sh
 
-# A .deb of the desktop app (tauri-cli from crates.io, installed once under target/).
-# AppImage needs tools fetched from GitHub at bundle time, which an offline build host
-# cannot reach, so it is not built.
-bundle: desktop-deps
+# A .deb with the desktop app and the `sextant` CLI (tauri-cli from crates.io, installed
+# once under target/). AppImage needs tools fetched from GitHub at bundle time, which an
+# offline build host cannot reach, so it is not built.
+bundle: desktop
 	@[ -x target/tauri-cli/bin/cargo-tauri ] || $(CARGO) install tauri-cli --version '^2' --locked --root target/tauri-cli
 	cd src-tauri && ../target/tauri-cli/bin/cargo-tauri build --bundles deb
-	@ls -l target/release/bundle/deb/*.deb
+	scripts/strip-deb.sh target/release/bundle/deb/Sextant_0.1.0_amd64.deb
 
 # What Tauri needs on Debian/Ubuntu (webkit2gtk 4.1 and friends), and Xvfb, xdotool and
 # scrot for the window smoke test.

@@ -161,9 +161,15 @@ async function ingestFolder(path) {
 async function loadKb() {
   const kb = await api("GET", "/api/kb");
   const stats = (kb && kb.stats) || {};
-  const statParts = Object.entries(stats)
-    .filter(([, v]) => v != null && typeof v !== "object")
-    .map(([k, v]) => (typeof v === "boolean" ? (v ? k : `not ${k}`) : `${v} ${k}`));
+  const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
+  const statParts = [
+    stats.documents != null ? `${stats.documents} documents` : null,
+    stats.sections != null ? `${stats.sections} sections` : null,
+    stats.chunks != null ? `${stats.chunks} chunks` : null,
+    stats.bytes_on_disk != null ? mb(stats.bytes_on_disk) : null,
+    stats.embedder ? `embeddings: ${stats.embedder}` : null,
+    stats.consistent === false ? "needs repair (reopen to fix)" : null,
+  ].filter(Boolean);
   $("sx-kb-stats").textContent =
     `${kb && kb.kb ? `Knowledge base ${kb.kb}` : "Knowledge base"}` +
     (statParts.length ? ` · ${statParts.join(" · ")}` : "");

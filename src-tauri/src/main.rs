@@ -33,7 +33,17 @@ struct Args {
     run_base: PathBuf,
 }
 
-type Shared = Arc<Service>;
+/// The engine, or why it could not start (missing models, unreadable KB): the window
+/// opens either way and the UI shows the error, which names the fix, in its banner.
+struct Engine(Result<Arc<Service>, String>);
+
+impl Engine {
+    fn get(&self) -> Result<Arc<Service>, Value> {
+        self.0.clone().map_err(|message| {
+            json!({"error": {"message": message, "type": "server_error", "code": "not_ready"}})
+        })
+    }
+}
 
 fn task_failed(e: impl std::fmt::Display) -> Value {
     json!({"error": {"message": format!("the request's task failed: {e}"), "type": "server_error"}})
@@ -42,12 +52,12 @@ fn task_failed(e: impl std::fmt::Display) -> Value {
 /// Every protocol route of docs/API.md, as `invoke("api", {method, path, body})`.
 #[tauri::command]
 async fn api(
-    svc: State<'_, Shared>,
+    engine: State<'_, Engine>,
     method: String,
     path: String,
     body: Option<Value>,
 ) -> Result<Value, Value> {
-    let svc = svc.inner().clone();
+    let svc = engine.get()?;
     tauri::async_runtime::spawn_blocking(move || {
         let r = svc.call(&method, &path, body.as_ref());
         // The desktop smoke test reads this to know the UI reached the engine.
@@ -72,10 +82,10 @@ async fn api(
 #[tauri::command]
 async fn ingest(
     app: tauri::AppHandle,
-    svc: State<'_, Shared>,
+    engine: State<'_, Engine>,
     path: Option<String>,
 ) -> Result<Value, Value> {
-    let svc = svc.inner().clone();
+    let svc = engine.get()?;
     tauri::async_runtime::spawn_blocking(move || {
         let path = match path.filter(|p| !p.trim().is_empty()) {
             Some(p) => PathBuf::from(p.trim()),
@@ -115,7 +125,7 @@ fn main() {
     let args = Args::parse();
     sextant::llm::configure_threads(None);
     let store = sextant::models::ModelStore::open(None);
-    let svc = match Service::open(
+    let engine = match Service::open(
         &store,
         &OpenOptions {
             kb: args.kb,
@@ -125,14 +135,14 @@ fn main() {
             run_base: Some(args.run_base),
         },
     ) {
-        Ok(s) => Arc::new(s),
+        Ok(s) => Engine(Ok(Arc::new(s))),
         Err(e) => {
             eprintln!("error: {e:#}");
-            std::process::exit(1);
+            Engine(Err(format!("{e:#}")))
         }
     };
     tauri::Builder::default()
-        .manage(svc)
+        .manage(engine)
         .invoke_handler(tauri::generate_handler![api, ingest])
         .run(tauri::generate_context!())
         .unwrap_or_else(|e| {
