@@ -19,7 +19,7 @@ use sextant::llm::chat_template::Message;
 use sextant::llm::sampling::SamplingParams;
 use sextant::llm::{self, Llm, LoadOptions};
 use sextant::models::{ModelStore, Role};
-use sextant::protocols::AnswerMode;
+use sextant::protocols::{AnswerFormat, AnswerMode};
 use sextant::structured::{self, OutputSpec, StructuredError, StructuredRequest};
 
 #[derive(Parser)]
@@ -137,18 +137,12 @@ struct SearchArgs {
     query: String,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum AskFormat {
-    Rag,
-    Navigator,
-}
-
 #[derive(Args)]
 struct AskArgs {
     #[command(flatten)]
     kb: KbArg,
-    #[arg(long, value_enum, default_value_t = AskFormat::Navigator)]
-    format: AskFormat,
+    #[arg(long, value_enum, default_value_t = AnswerFormat::Navigator)]
+    format: AnswerFormat,
     /// How the answer text is made (default: extractive, the best measured; see README).
     #[arg(long, value_enum)]
     mode: Option<AnswerMode>,
@@ -766,11 +760,7 @@ fn search(store: &ModelStore, args: SearchArgs) -> Result<()> {
 }
 
 fn ask(store: &ModelStore, llm_name: Option<&str>, args: AskArgs) -> Result<()> {
-    use sextant::protocols::{navigator, rag};
-    let mode = args.mode.unwrap_or(match args.format {
-        AskFormat::Rag => sextant::protocols::DEFAULT_RAG_MODE,
-        AskFormat::Navigator => sextant::protocols::DEFAULT_NAVIGATOR_MODE,
-    });
+    let mode = args.mode.unwrap_or(args.format.default_mode());
     let kb = open_kb(store, &args.kb)?;
     if kb.store.count("chunks")? == 0 {
         bail!(
@@ -785,16 +775,8 @@ fn ask(store: &ModelStore, llm_name: Option<&str>, args: AskArgs) -> Result<()> 
     } else {
         None
     };
-    let (value, report) = match args.format {
-        AskFormat::Rag => {
-            let (r, rep) = rag::answer(&kb, llm.as_mut(), &args.question, args.k, mode)?;
-            (serde_json::to_value(r)?, rep)
-        }
-        AskFormat::Navigator => {
-            let (r, rep) = navigator::answer(&kb, llm.as_mut(), &args.question, args.k, mode)?;
-            (serde_json::to_value(r)?, rep)
-        }
-    };
+    let (value, report) =
+        sextant::protocols::ask(&kb, llm.as_mut(), &args.question, args.format, mode, args.k)?;
     if args.explain {
         eprintln!("mode: {}; decision: {}", report.mode, report.decision);
         eprintln!(
@@ -979,7 +961,7 @@ fn interview(store: &ModelStore, llm_name: Option<&str>, args: InterviewArgs) ->
 }
 
 fn route(store: &ModelStore, llm_name: Option<&str>, args: RouteArgs) -> Result<()> {
-    use sextant::protocols::routing::{self, Flow, ForensicSummary, LogEntry};
+    use sextant::protocols::routing::{self, Flow, ForensicSummary};
     let flow = Flow::load(&args.flow)?;
     let text = if args.forensics == "-" {
         let mut s = String::new();
@@ -992,10 +974,7 @@ fn route(store: &ModelStore, llm_name: Option<&str>, args: RouteArgs) -> Result<
     let summary = ForensicSummary::parse(&text, &flow)
         .with_context(|| format!("forensic summary {}", args.forensics))?;
     // The LLM is loaded only when no rule decides.
-    let needs_llm = routing::fast_path(&flow, &summary)
-        .or_else(|| routing::deterministic(&flow, &summary))
-        .is_none();
-    let mut llm = if needs_llm {
+    let mut llm = if routing::needs_llm(&flow, &summary) {
         let model = store.resolve(Role::Llm, llm_name)?;
         Some(Llm::load(&model, &LoadOptions::from_env()?)?)
     } else {
@@ -1003,20 +982,7 @@ fn route(store: &ModelStore, llm_name: Option<&str>, args: RouteArgs) -> Result<
     };
     let mut report = sextant::protocols::AskReport::default();
     let decision = routing::route(&flow, &summary, llm.as_mut(), &mut report)?;
-    let mut seed_fields = serde_json::to_value(&decision)?;
-    seed_fields.as_object_mut().unwrap().remove("decided_by");
-    let schema: Value = serde_json::from_str(routing::SCHEMA)?;
-    sextant::constrain::validate::SchemaValidator::new(&schema)?.validate(&seed_fields)?;
-    let log = routing::log_path(&args.run_base, &flow);
-    routing::append_log(
-        &log,
-        &LogEntry {
-            timestamp: routing::now_rfc3339(),
-            step_id: summary.step_completed.clone(),
-            decision: decision.clone(),
-            forensic_summary: summary,
-        },
-    )?;
+    let log = routing::record(&args.run_base, &flow, &summary, &decision)?;
     if args.explain {
         eprintln!("decided by: {}", decision.decided_by);
         for n in &report.notes {

@@ -23,7 +23,7 @@ use crate::llm::chat_template::Message;
 use crate::llm::Llm;
 use crate::protocols::interview::{Interview, InterviewOptions};
 use crate::protocols::routing::{self, Flow, ForensicSummary};
-use crate::protocols::{navigate, navigator, rag, AnswerMode, AskReport};
+use crate::protocols::{navigate, AnswerFormat, AnswerMode, AskReport};
 use crate::structured::{generate_structured, OutputSpec, StructuredError, StructuredRequest};
 
 /// Requests that may wait for the LLM while one runs.
@@ -386,12 +386,17 @@ impl Service {
 
     fn ask(&self, body: &Value) -> ApiResult {
         let question = str_field(body, "question")?;
-        let format = body["format"].as_str().unwrap_or("rag");
+        let format = match body["format"].as_str().unwrap_or("rag") {
+            "rag" => AnswerFormat::Rag,
+            "navigator" => AnswerFormat::Navigator,
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "format {other:?}: use rag or navigator"
+                )))
+            }
+        };
         let mode = match body["mode"].as_str() {
-            None => match format {
-                "navigator" => crate::protocols::DEFAULT_NAVIGATOR_MODE,
-                _ => crate::protocols::DEFAULT_RAG_MODE,
-            },
+            None => format.default_mode(),
             Some("extractive") => AnswerMode::Extractive,
             Some("grounded") => AnswerMode::Grounded,
             Some("llm") => AnswerMode::Llm,
@@ -409,27 +414,15 @@ impl Service {
             )
             .with_code("empty_kb"));
         }
-        let run = |llm: Option<&mut Llm>| -> ApiResult<(Value, AskReport, &'static str)> {
-            let r = match format {
-                "rag" => rag::answer(&kb, llm, question, k, mode)
-                    .and_then(|(r, rep)| Ok((serde_json::to_value(r)?, rep, rag::SCHEMA))),
-                "navigator" => navigator::answer(&kb, llm, question, k, mode)
-                    .and_then(|(r, rep)| Ok((serde_json::to_value(r)?, rep, navigator::SCHEMA))),
-                other => {
-                    return Err(ApiError::bad_request(format!(
-                        "format {other:?}: use rag or navigator"
-                    )))
-                }
-            };
-            r.map_err(|e| ApiError::internal(&e))
+        let run = |llm: Option<&mut Llm>| {
+            crate::protocols::ask(&kb, llm, question, format, mode, k)
+                .map_err(|e| ApiError::internal(&e))
         };
-        let (response, report, schema) = if mode.needs_llm() {
+        let (response, report) = if mode.needs_llm() {
             self.with_llm(|llm| run(Some(llm)))?
         } else {
             run(None)?
         };
-        crate::protocols::validate_against(schema, &response)
-            .map_err(|e| ApiError::internal(&e))?;
         let citations = citations(&kb, format, &response, &report.hits);
         Ok(
             json!({"format": format, "response": response, "citations": citations, "decision": report.decision}),
@@ -448,11 +441,8 @@ impl Service {
             .ok_or_else(|| ApiError::bad_request("missing field: forensics"))?;
         let summary = ForensicSummary::parse(&forensics.to_string(), &flow)
             .map_err(|e| ApiError::bad_request(format!("{e:#}")))?;
-        let needs_llm = routing::fast_path(&flow, &summary)
-            .or_else(|| routing::deterministic(&flow, &summary))
-            .is_none();
         let mut report = AskReport::default();
-        let decision = if needs_llm {
+        let decision = if routing::needs_llm(&flow, &summary) {
             self.with_llm(|llm| {
                 routing::route(&flow, &summary, Some(llm), &mut report)
                     .map_err(|e| ApiError::internal(&e))
@@ -461,17 +451,8 @@ impl Service {
             routing::route(&flow, &summary, None, &mut report)
                 .map_err(|e| ApiError::internal(&e))?
         };
-        let log = routing::log_path(&self.config.run_base, &flow);
-        routing::append_log(
-            &log,
-            &routing::LogEntry {
-                timestamp: routing::now_rfc3339(),
-                step_id: summary.step_completed.clone(),
-                decision: decision.clone(),
-                forensic_summary: summary.clone(),
-            },
-        )
-        .map_err(|e| ApiError::internal(&e))?;
+        routing::record(&self.config.run_base, &flow, &summary, &decision)
+            .map_err(|e| ApiError::internal(&e))?;
         let mut v = serde_json::to_value(&decision).map_err(|e| ApiError::internal(&e.into()))?;
         v["flow"] = json!(flow.name);
         Ok(v)
@@ -500,10 +481,7 @@ impl Service {
                 id.to_string()
             }
             None => {
-                let id = format!(
-                    "interview-{}",
-                    routing::now_rfc3339().replace([':', '-'], "")
-                );
+                let id = crate::protocols::interview::new_session_id();
                 let mut id_n = id.clone();
                 let mut n = 1;
                 while self
@@ -752,10 +730,15 @@ pub fn parse_chat_request(body: &Value, model_id: &str) -> ApiResult<ChatRequest
 
 /// One link per cited chunk (rag) or source (navigator): the file, the anchor to scroll
 /// to, the page for PDFs.
-fn citations(kb: &KnowledgeBase, format: &str, response: &Value, hits: &[Hit]) -> Vec<Value> {
+fn citations(
+    kb: &KnowledgeBase,
+    format: AnswerFormat,
+    response: &Value,
+    hits: &[Hit],
+) -> Vec<Value> {
     let link = |label: String, h: &Hit| json!({"label": label, "file": h.file, "anchor": h.anchor, "page": h.page, "id": h.id});
     let mut out = Vec::new();
-    if format == "rag" {
+    if format == AnswerFormat::Rag {
         for c in response["retrieved_chunks"]
             .as_array()
             .into_iter()
@@ -804,37 +787,7 @@ fn escape(s: &str) -> String {
 
 /// `a=b&c=d` with %-decoding and `+` as space.
 fn url_query(q: &str) -> HashMap<String, String> {
-    q.split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (percent_decode(k), percent_decode(v))
-        })
-        .collect()
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len() => {
-                let hex = std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("");
-                match u8::from_str_radix(hex, 16) {
-                    Ok(v) => {
-                        out.push(v);
-                        i += 2;
-                    }
-                    Err(_) => out.push(b'%'),
-                }
-            }
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    form_urlencoded::parse(q.as_bytes()).into_owned().collect()
 }
 
 #[cfg(test)]
@@ -847,8 +800,7 @@ mod tests {
         assert_eq!(q["path"], "security/tls certs.md");
         assert_eq!(q["x"], "a b");
         assert_eq!(q["flag"], "");
-        assert_eq!(percent_decode("100%"), "100%");
-        assert_eq!(percent_decode("%zz"), "%zz");
+        assert_eq!(url_query("p=100%")["p"], "100%");
     }
 
     #[test]

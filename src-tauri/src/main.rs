@@ -49,6 +49,17 @@ fn task_failed(e: impl std::fmt::Display) -> Value {
     json!({"error": {"message": format!("the request's task failed: {e}"), "type": "server_error"}})
 }
 
+/// With SEXTANT_DESKTOP_TRACE set, one stderr line per command and its outcome: the
+/// desktop test reads them to know each click reached the engine.
+fn trace(what: &str, result: &Result<Value, sextant::service::ApiError>) {
+    if std::env::var_os("SEXTANT_DESKTOP_TRACE").is_some() {
+        match result {
+            Ok(_) => eprintln!("{what} -> ok"),
+            Err(e) => eprintln!("{what} -> {}", e.status),
+        }
+    }
+}
+
 /// Every protocol route of docs/API.md, as `invoke("api", {method, path, body})`.
 #[tauri::command]
 async fn api(
@@ -99,13 +110,7 @@ async fn ingest(
                 json!({"done": done, "total": total, "file": file}),
             );
         });
-        if std::env::var_os("SEXTANT_DESKTOP_TRACE").is_some() {
-            let outcome = match &result {
-                Ok(_) => "ok".to_string(),
-                Err(e) => format!("{}", e.status),
-            };
-            eprintln!("ingest -> {outcome}");
-        }
+        trace("ingest", &result);
         match result {
             Ok(v) => {
                 let _ = app.emit("ingest://done", v.clone());

@@ -820,10 +820,17 @@ impl Interview {
     }
 }
 
+/// A new session's name: `interview-<UTC time>`.
+pub fn new_session_id() -> String {
+    format!(
+        "interview-{}",
+        super::routing::now_rfc3339().replace([':', '-'], "")
+    )
+}
+
 /// The default transcript path: `./interviews/interview-<UTC time>.jsonl`.
 pub fn default_transcript_path() -> PathBuf {
-    let ts = super::routing::now_rfc3339().replace([':', '-'], "");
-    PathBuf::from("interviews").join(format!("interview-{ts}.jsonl"))
+    PathBuf::from("interviews").join(format!("{}.jsonl", new_session_id()))
 }
 
 #[cfg(test)]

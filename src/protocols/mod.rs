@@ -38,6 +38,45 @@ impl AnswerMode {
     }
 }
 
+/// The two answer formats of `ask`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AnswerFormat {
+    Rag,
+    Navigator,
+}
+
+impl AnswerFormat {
+    pub fn default_mode(self) -> AnswerMode {
+        match self {
+            AnswerFormat::Rag => DEFAULT_RAG_MODE,
+            AnswerFormat::Navigator => DEFAULT_NAVIGATOR_MODE,
+        }
+    }
+}
+
+/// Answers `question` in `format`, as the format's JSON object (each format validates its
+/// object against its schema before returning it). Shared by the CLI and the service.
+pub fn ask(
+    kb: &crate::kb::KnowledgeBase,
+    llm: Option<&mut Llm>,
+    question: &str,
+    format: AnswerFormat,
+    mode: AnswerMode,
+    k: usize,
+) -> Result<(Value, AskReport)> {
+    Ok(match format {
+        AnswerFormat::Rag => {
+            let (r, report) = rag::answer(kb, llm, question, k, mode)?;
+            (serde_json::to_value(r)?, report)
+        }
+        AnswerFormat::Navigator => {
+            let (r, report) = navigator::answer(kb, llm, question, k, mode)?;
+            (serde_json::to_value(r)?, report)
+        }
+    })
+}
+
 /// Default modes, chosen from `sextant bench ask` on the sample KB (README, Performance):
 /// with the 135M model, extractive answers contain a sentence of the expected section for
 /// 72% of the labelled questions, grounded 40%, free LLM text 16%.

@@ -559,6 +559,40 @@ pub struct LogEntry {
     pub forensic_summary: ForensicSummary,
 }
 
+/// True when no rule decides, so `route` will ask the LLM: callers load (or queue for)
+/// the model only then.
+pub fn needs_llm(flow: &Flow, summary: &ForensicSummary) -> bool {
+    fast_path(flow, summary)
+        .or_else(|| deterministic(flow, summary))
+        .is_none()
+}
+
+/// Checks the decision's seed fields against the schema and appends it to the flow's log
+/// under `run_base`; returns the log's path.
+pub fn record(
+    run_base: &Path,
+    flow: &Flow,
+    summary: &ForensicSummary,
+    decision: &Decision,
+) -> Result<PathBuf> {
+    let mut seed_fields = serde_json::to_value(decision)?;
+    if let Some(o) = seed_fields.as_object_mut() {
+        o.remove("decided_by");
+    }
+    super::validate_against(SCHEMA, &seed_fields)?;
+    let log = log_path(run_base, flow);
+    append_log(
+        &log,
+        &LogEntry {
+            timestamp: now_rfc3339(),
+            step_id: summary.step_completed.clone(),
+            decision: decision.clone(),
+            forensic_summary: summary.clone(),
+        },
+    )?;
+    Ok(log)
+}
+
 /// Appends one decision to the log (locked, fsynced; see `crate::jsonl`).
 pub fn append_log(path: &Path, entry: &LogEntry) -> Result<()> {
     crate::jsonl::append(path, entry)
