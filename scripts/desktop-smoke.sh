@@ -51,11 +51,11 @@ done
 echo "window $WID: $(xdotool getwindowname "$WID"), $(xdotool getwindowgeometry "$WID" | tail -1 | xargs)"
 
 for _ in $(seq 1 120); do
-  grep -q 'api GET /api/health -> ok' "$TMP/app.log" && break
+  grep -q 'api health -> ok' "$TMP/app.log" && break
   kill -0 $APP 2>/dev/null || fail "sextant-desktop exited"
   sleep 0.5
 done
-grep -q 'api GET /api/health -> ok' "$TMP/app.log" || fail "the UI never reached the engine through invoke"
+grep -q 'api health -> ok' "$TMP/app.log" || fail "the UI never reached the engine through invoke"
 wait_for() { # COUNT PATTERN WHAT: wait until PATTERN occurs COUNT times in the app's trace
   for _ in $(seq 1 360); do
     [ "$(grep -c -- "$2" "$TMP/app.log" || true)" -ge "$1" ] && return 0
@@ -67,7 +67,7 @@ wait_for() { # COUNT PATTERN WHAT: wait until PATTERN occurs COUNT times in the 
 shot() { sleep 1.5; scrot -o "$OUT/$1.png"; echo "  screenshot $OUT/$1.png"; }
 click() { xdotool mousemove --window "$WID" "$1" "$2" click 1; sleep 0.3; }
 
-wait_for 1 'api GET /api/kb -> ok' "the Library screen to load"
+wait_for 1 'api kb -> ok' "the Library screen to load"
 shot 01-start
 
 # Library: type the folder and press Enter; the list reloads when ingest is done.
@@ -77,7 +77,7 @@ xdotool type --delay 25 "$PWD/examples/kb"
 sleep 0.5
 xdotool key Return
 wait_for 1 'ingest -> ok' "the sample folder to be ingested"
-wait_for 2 'api GET /api/kb -> ok' "the document list to reload"
+wait_for 2 'api kb -> ok' "the document list to reload"
 shot 02-library
 
 # Ask: the nav button, the question box, the Ask button.
@@ -86,12 +86,12 @@ click 700 100
 xdotool key ctrl+a
 xdotool type --delay 25 "How do I renew a TLS certificate manually?"
 click 1223 183
-wait_for 1 'api POST /api/ask -> ok' "the answer"
+wait_for 1 'api ask -> ok' "the answer"
 shot 03-ask
 
 # The first citation (focused once the answer shows) opens the Reader at its section.
 xdotool key Return
-wait_for 1 'api GET /api/document -> ok' "the cited document to open"
+wait_for 1 'api document -> ok' "the cited document to open"
 shot 04-reader
 
 SIZE=$(stat -c %s "$OUT/04-reader.png")

@@ -1,8 +1,7 @@
-//! Sextant's engine: local models, grammar-constrained generation and (later) the
-//! knowledge base and protocols. Knows nothing of Tauri or HTTP; the CLI, the server and
-//! the desktop shell are thin layers over it. See ARCHITECTURE.md for the map.
+//! Sextant's engine: local models, grammar-constrained generation, knowledge bases, the
+//! response-format protocols and the service the server and desktop shells call. Knows
+//! nothing of Tauri, HTTP or terminals. See ARCHITECTURE.md for the map.
 
-pub mod bench;
 pub mod constrain;
 pub mod embed;
 pub mod jsonl;
@@ -13,3 +12,12 @@ pub mod protocols;
 pub mod schemas;
 pub mod service;
 pub mod structured;
+
+/// Sextant's folder in the user's data directory (`~/.local/share/sextant` on Linux):
+/// knowledge bases, models, decision logs, interviews and flows live under it, never
+/// relative to the working directory.
+pub fn data_dir() -> std::path::PathBuf {
+    dirs::data_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("sextant")
+}

@@ -1,8 +1,42 @@
-//! The five seed response formats as JSON Schema files (`schemas/`), compiled into the
-//! binary, each with a realistic example prompt used by `make demo`, the integration tests
-//! and `sextant bench generate`.
+//! The one registry of the five seed response formats: the JSON Schema files of
+//! `schemas/`, compiled into the binary, each with a realistic example prompt (`make demo`,
+//! the integration tests, `sextant bench generate`) and a validator compiled once.
 
+use std::sync::OnceLock;
+
+use anyhow::Result;
 use serde_json::Value;
+
+use crate::constrain::validate::SchemaValidator;
+
+/// The seed formats, in `BUILTIN` order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaId {
+    NavigatorResponse = 0,
+    RagResponse = 1,
+    RoutingDecision = 2,
+    NavigateToSection = 3,
+    InterviewTurn = 4,
+}
+
+impl SchemaId {
+    pub fn builtin(self) -> &'static BuiltinSchema {
+        &BUILTIN[self as usize]
+    }
+}
+
+/// Validates `value` against a seed format (validators are compiled on first use).
+pub fn validate(id: SchemaId, value: &Value) -> Result<()> {
+    static VALIDATORS: OnceLock<Vec<SchemaValidator>> = OnceLock::new();
+    let validators = VALIDATORS.get_or_init(|| {
+        BUILTIN
+            .iter()
+            .map(|b| SchemaValidator::new(&b.schema()).expect("built-in schemas compile"))
+            .collect()
+    });
+    validators[id as usize].validate(value)?;
+    Ok(())
+}
 
 pub struct BuiltinSchema {
     /// Short name (`sextant generate --schema NAME` accepts it as well as a path).
@@ -103,6 +137,16 @@ mod tests {
             assert_eq!(v["additionalProperties"], false, "{}", s.name);
             assert!(find(s.name).is_some());
         }
+        for (id, name) in [
+            (SchemaId::NavigatorResponse, "navigator-response"),
+            (SchemaId::RagResponse, "rag-response"),
+            (SchemaId::RoutingDecision, "routing-decision"),
+            (SchemaId::NavigateToSection, "navigate-to-section"),
+            (SchemaId::InterviewTurn, "interview-turn"),
+        ] {
+            assert_eq!(id.builtin().name, name);
+        }
+        assert!(validate(SchemaId::RagResponse, &serde_json::json!({})).is_err());
     }
 
     #[test]

@@ -5,14 +5,13 @@
 //! `jsonschema` check against the caller's schema; otherwise it returns an error
 //! (`StructuredError::Incomplete` when the budget ran out), never invalid JSON.
 
-use anyhow::Result;
 use serde_json::Value;
 
 use crate::constrain::bounds::{bound_schema, BoundedSchema, Bounds};
 use crate::constrain::validate::{SchemaValidator, ValidationFailure};
 use crate::constrain::Grammar;
 use crate::llm::chat_template::Message;
-use crate::llm::generate::{generate, GenerateRequest, Generation, StopReason};
+use crate::llm::generate::{generate, Cancelled, GenerateRequest, Generation, StopReason};
 use crate::llm::sampling::SamplingParams;
 use crate::llm::Llm;
 
@@ -71,20 +70,40 @@ pub struct StructuredOutput {
     pub mask_us: Vec<f64>,
 }
 
+/// Why structured generation returned no object. Callers map these to their own terms
+/// (exit codes, HTTP statuses) without inspecting messages.
 #[derive(Debug, thiserror::Error)]
 pub enum StructuredError {
+    /// The caller's schema, grammar or regex is invalid or uses what the grammar engine
+    /// cannot compile; the message names the keyword.
+    #[error("{0:#}")]
+    Unsupported(anyhow::Error),
     #[error(
         "incomplete: the budget of {max_tokens} tokens ran out before the output was complete \
-         (raise --max-tokens, or tighten the schema's maxLength/maxItems). Partial output: {partial}"
+         (raise the token budget: --max-tokens, or max_tokens in the API; or tighten the \
+         schema's maxLength/maxItems). Partial output: {partial}"
     )]
     Incomplete { max_tokens: usize, partial: String },
+    #[error(
+        "incomplete: the model's context window of {n_ctx} tokens filled up before the output \
+         was complete (shorten the prompt, or use a model with a longer context). Partial \
+         output: {partial}"
+    )]
+    ContextFull { n_ctx: usize, partial: String },
+    #[error("cancelled")]
+    Cancelled,
     #[error("the model ended its turn before the output was complete. Partial output: {partial}")]
     EndedEarly { partial: String },
     #[error(transparent)]
     Invalid(#[from] ValidationFailure),
     #[error("the output is not valid JSON ({error}): {text}")]
     NotJson { error: String, text: String },
+    /// The prompt could not be rendered or tokenized, or the model failed.
+    #[error("{0:#}")]
+    Engine(anyhow::Error),
 }
+
+type Result<T, E = StructuredError> = std::result::Result<T, E>;
 
 pub fn generate_structured(
     llm: &mut Llm,
@@ -95,7 +114,7 @@ pub fn generate_structured(
         OutputSpec::JsonSchema(schema) => {
             // Validate the caller's schema first: a schema error must name the schema,
             // not surface as a grammar failure.
-            let validator = SchemaValidator::new(schema)?;
+            let validator = SchemaValidator::new(schema).map_err(StructuredError::Unsupported)?;
             let bounded = bound_schema(schema, &req.bounds, req.max_tokens);
             (
                 Some(Grammar::JsonSchema(bounded.schema.clone())),
@@ -108,12 +127,18 @@ pub fn generate_structured(
         OutputSpec::Text => (None, None, None),
     };
     let mut constraint = match &grammar {
-        Some(g) => Some(llm.grammar.compile(g)?),
+        Some(g) => Some(
+            llm.grammar
+                .compile(g)
+                .map_err(StructuredError::Unsupported)?,
+        ),
         None => None,
     };
     let prompt = match &req.prompt_tokens {
         Some(t) => t.clone(),
-        None => llm.chat_tokens(&req.messages)?,
+        None => llm
+            .chat_tokens(&req.messages)
+            .map_err(StructuredError::Engine)?,
     };
     let gen_req = GenerateRequest {
         prompt: &prompt,
@@ -123,20 +148,35 @@ pub fn generate_structured(
         reuse_prefix: req.reuse_kv,
         cancel: req.cancel.as_deref(),
     };
+    let n_ctx = llm.model.n_ctx();
     let generation = generate(
         llm.model.as_mut(),
         &llm.tokenizer,
         &gen_req,
         constraint.as_mut(),
         on_text,
-    )?;
+    )
+    .map_err(|e| match e.downcast_ref::<Cancelled>() {
+        Some(_) => StructuredError::Cancelled,
+        None => StructuredError::Engine(e),
+    })?;
     let text = generation.text.clone();
-    if generation.stop == StopReason::MaxTokens && grammar.is_some() {
-        return Err(StructuredError::Incomplete {
-            max_tokens: req.max_tokens,
-            partial: text,
+    if grammar.is_some() {
+        match generation.stop {
+            StopReason::MaxTokens => {
+                return Err(StructuredError::Incomplete {
+                    max_tokens: req.max_tokens,
+                    partial: text,
+                })
+            }
+            StopReason::ContextFull => {
+                return Err(StructuredError::ContextFull {
+                    n_ctx,
+                    partial: text,
+                })
+            }
+            _ => {}
         }
-        .into());
     }
     // An end token is only allowed where the grammar accepts, so output that ended on one
     // parses; if it does not, say that the model stopped early rather than "invalid".
@@ -231,11 +271,11 @@ mod tests {
         );
         req.max_tokens = 6;
         let err = generate_structured(&mut llm, &req, &mut |_| {}).unwrap_err();
-        match err.downcast_ref::<StructuredError>() {
-            Some(StructuredError::Incomplete {
+        match &err {
+            StructuredError::Incomplete {
                 max_tokens,
                 partial,
-            }) => {
+            } => {
                 assert_eq!(*max_tokens, 6);
                 assert!(serde_json::from_str::<Value>(partial).is_err());
             }

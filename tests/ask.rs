@@ -12,6 +12,7 @@ use sextant::llm::{Llm, LoadOptions};
 use sextant::models::{ModelStore, Role};
 use sextant::protocols::navigator::{self, NavigatorResponse};
 use sextant::protocols::{rag, AnswerMode};
+use sextant::schemas::SchemaId;
 
 /// Lock order: the KB first, then the LLM.
 fn kb() -> std::sync::MutexGuard<'static, KnowledgeBase> {
@@ -62,7 +63,7 @@ fn navigate(q: &str, mode: AnswerMode) -> NavigatorResponse {
     };
     let (r, report) = navigator::answer(&kb, llm, q, 5, mode).unwrap();
     let v = serde_json::to_value(&r).unwrap();
-    schema_valid(navigator::SCHEMA, &v);
+    schema_valid(SchemaId::NavigatorResponse.builtin().json, &v);
     for s in &r.sources {
         assert!(
             kb.store.section_exists(&s.file, &s.section).unwrap(),
@@ -170,7 +171,7 @@ fn rag_response_ids_scores_and_confidence_follow_the_seed() {
         )
         .unwrap();
         let v = serde_json::to_value(&r).unwrap();
-        schema_valid(rag::SCHEMA, &v);
+        schema_valid(SchemaId::RagResponse.builtin().json, &v);
         assert_eq!(r.retrieved_chunks.len(), 5);
         let max = r
             .retrieved_chunks
@@ -217,7 +218,10 @@ fn rag_not_found_when_nothing_relevant() {
     )
     .unwrap();
     assert_eq!(r.final_answer, rag::NOT_FOUND);
-    schema_valid(rag::SCHEMA, &serde_json::to_value(&r).unwrap());
+    schema_valid(
+        SchemaId::RagResponse.builtin().json,
+        &serde_json::to_value(&r).unwrap(),
+    );
     assert!(r.confidence < 0.7);
 }
 
@@ -231,7 +235,7 @@ fn llm_mode_citations_can_only_name_retrieved_sections() {
 
 #[test]
 fn navigate_to_section_uses_the_real_heading_tree() {
-    use sextant::protocols::navigate::{navigate, HeadingTree};
+    use sextant::protocols::section_tool::{navigate, HeadingTree};
     let kb = kb();
     let tree = HeadingTree::load(&kb).unwrap();
     let tool = tree.tool_definition();
@@ -291,7 +295,7 @@ fn navigate_to_section_uses_the_real_heading_tree() {
 
 #[test]
 fn routing_llm_stage_yields_only_decisions_the_kernel_accepts() {
-    use sextant::protocols::routing::{kernel_check, route, Flow, ForensicSummary, VOCABULARY};
+    use sextant::protocols::routing::{kernel_check, route, DecidedBy, Flow, ForensicSummary};
     let flow =
         Flow::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/flow.toml")).unwrap();
     let base: Value = serde_json::from_str(include_str!("../examples/forensics.json")).unwrap();
@@ -307,10 +311,8 @@ fn routing_llm_stage_yields_only_decisions_the_kernel_accepts() {
         v["iteration"]["current"] = iteration.into();
         v["forensics"]["concerns"][0]["severity"] = severity.into();
         let s = ForensicSummary::parse(&v.to_string(), &flow).unwrap();
-        let mut report = sextant::protocols::AskReport::default();
-        let d = route(&flow, &s, Some(&mut llm), &mut report).unwrap();
-        assert_eq!(d.decided_by, "navigator", "{d:?} {:?}", report.notes);
-        assert!(VOCABULARY.contains(&d.decision.as_str()));
+        let (d, report) = route(&flow, &s, Some(&mut llm)).unwrap();
+        assert_eq!(d.decided_by, DecidedBy::Llm, "{d:?} {:?}", report.notes);
         assert!(kernel_check(&flow, &s, &d).is_ok(), "{d:?}");
         assert!(
             report.notes.is_empty(),
@@ -325,7 +327,7 @@ fn routing_llm_stage_yields_only_decisions_the_kernel_accepts() {
 /// is reused from the second turn on, and a resumed session continues where it stopped.
 #[test]
 fn interview_turns_on_the_real_model_are_valid_and_resume_continues() {
-    use sextant::protocols::interview::{self, Interview, InterviewOptions, Stage};
+    use sextant::protocols::interview::{Interview, InterviewOptions, Stage};
     let answers = [
         "I am a site reliability engineer at a payments company; I run the on-call rotation.",
         "Eight years now. Before that I was a Linux sysadmin at a university.",
@@ -368,7 +370,7 @@ fn interview_turns_on_the_real_model_are_valid_and_resume_continues() {
         turns.push(t);
         iv.answer(a).unwrap();
     }
-    let schema = interview::SCHEMA;
+    let schema = SchemaId::InterviewTurn.builtin().json;
     for (i, t) in turns.iter().enumerate() {
         schema_valid(schema, t);
         let r = t["response"].as_str().unwrap();

@@ -93,17 +93,11 @@ fn sample_kb_ingests_with_sections_pages_and_stable_ids() {
     assert!(stats.consistent, "{stats:?}");
     assert_eq!(stats.chunks, stats.vectors);
     // PDF chunks carry their page and the seed's id format; sections come from the outline.
-    let pdf: Vec<(String, Option<i64>, String)> = kb
-        .store
-        .conn
-        .prepare(
-            "SELECT c.chunk_id, c.page, s.heading FROM chunks c JOIN documents d ON d.id = c.doc_id
-             JOIN sections s ON s.id = c.section_id WHERE d.kind = 'pdf' ORDER BY c.id",
-        )
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .map(Result::unwrap)
+    let listing = kb.store.chunk_listing().unwrap();
+    let pdf: Vec<(String, Option<i64>, String)> = listing
+        .iter()
+        .filter(|c| c.kind == "pdf")
+        .map(|c| (c.chunk_id.clone(), c.page.map(i64::from), c.heading.clone()))
         .collect();
     assert!(!pdf.is_empty());
     for (id, page, _) in &pdf {
@@ -117,30 +111,19 @@ fn sample_kb_ingests_with_sections_pages_and_stable_ids() {
         "outline sections"
     );
     // HTML sections, scripts dropped.
-    let html_text: String = kb
-        .store
-        .conn
-        .query_row(
-            "SELECT group_concat(c.text, ' ') FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.kind = 'html'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let html_text: String = listing
+        .iter()
+        .filter(|c| c.kind == "html")
+        .map(|c| c.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
     assert!(
         !html_text.contains("function") && !html_text.contains("{"),
         "{html_text}"
     );
     // No chunk exceeds the embedding window.
     let tok = kb.embedder.counting_tokenizer();
-    let texts: Vec<String> = kb
-        .store
-        .conn
-        .prepare("SELECT text FROM chunks")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let texts: Vec<String> = listing.into_iter().map(|c| c.text).collect();
     for t in &texts {
         assert!(tok.encode(t.as_str(), true).unwrap().len() <= 256, "{t}");
     }
@@ -227,16 +210,16 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn chunk_ids(kb: &KnowledgeBase, file: &str) -> Vec<String> {
-    kb.store
-        .conn
-        .prepare(
-            "SELECT c.chunk_id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = ?1 ORDER BY c.chunk_id",
-        )
+    let mut ids: Vec<String> = kb
+        .store
+        .chunk_listing()
         .unwrap()
-        .query_map([file], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+        .into_iter()
+        .filter(|c| c.file == file)
+        .map(|c| c.chunk_id)
+        .collect();
+    ids.sort();
+    ids
 }
 
 #[test]

@@ -123,10 +123,7 @@ fn a_small_budget_returns_incomplete() {
     req.max_tokens = 12;
     let err = generate_structured(&mut llm, &req, &mut |_| {}).unwrap_err();
     assert!(
-        matches!(
-            err.downcast_ref::<StructuredError>(),
-            Some(StructuredError::Incomplete { max_tokens: 12, .. })
-        ),
+        matches!(err, StructuredError::Incomplete { max_tokens: 12, .. }),
         "{err}"
     );
 }

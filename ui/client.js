@@ -1,9 +1,10 @@
 // The one module that talks to the Sextant engine.
 //
 // In the desktop app (Tauri, `withGlobalTauri`) every call goes through IPC:
-//   invoke("api", {method, path, body})  -> the same JSON the HTTP route answers;
-//                                            rejects with that route's error object
-//                                            ({error: {message, type, code}}) or a string.
+//   invoke("api", {request: {op, ...}})  -> the same JSON the HTTP route answers; the op
+//                                            is the route's (ROUTE_OPS), its fields the
+//                                            route's query and body; rejects with
+//                                            {error: {message, code}} or a string.
 //   invoke("ingest", {path})             -> progress arrives as events
 //       "ingest://progress" {done, total, file}
 //       "ingest://done"     {summary}
@@ -12,6 +13,30 @@
 // (`sextant serve`), with `Authorization: Bearer` when localStorage "sextant.token" is set.
 
 const TOKEN_KEY = "sextant.token";
+
+// The protocol routes and the engine request each one makes (src/server/mod.rs keeps the
+// same table for HTTP).
+const ROUTE_OPS = {
+  "GET /api/health": "health",
+  "GET /api/kb": "kb",
+  "GET /api/document": "document",
+  "POST /api/search": "search",
+  "POST /api/ask": "ask",
+  "POST /api/navigate": "navigate",
+  "POST /api/route": "route",
+  "GET /api/route/log": "route_log",
+  "POST /api/interview": "interview",
+};
+
+/** The engine request for a route: its op, the query string's fields, then the body's. */
+function routeRequest(method, path, body) {
+  const url = new URL(path, "http://sextant.invalid");
+  const op = ROUTE_OPS[`${method} ${url.pathname}`];
+  if (!op) throw new Error(`no route ${method} ${url.pathname}`);
+  const request = { op };
+  for (const [k, v] of url.searchParams) request[k] = v;
+  return Object.assign(request, body || {});
+}
 
 function tauri() {
   const t = window.__TAURI__;
@@ -103,7 +128,7 @@ export async function api(method, path, body = null) {
   const t = tauri();
   if (t) {
     try {
-      return await t.core.invoke("api", { method, path, body: body ?? null });
+      return await t.core.invoke("api", { request: routeRequest(method, path, body) });
     } catch (e) {
       throw toError(e, `${method} ${path} failed`);
     }

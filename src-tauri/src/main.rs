@@ -1,7 +1,7 @@
 //! `sextant-desktop`: the Tauri window over the engine. Commands are thin wrappers over
-//! `sextant::service::Service` (the same calls the HTTP server makes), so the UI in `ui/`
-//! gets the same JSON from `invoke` as from `fetch`. Long work runs on blocking threads;
-//! ingest progress arrives as events.
+//! `sextant::service::Service` (the same typed requests the HTTP server makes), so the UI
+//! in `ui/` gets the same JSON from `invoke` as from `fetch`. Long work runs on blocking
+//! threads; ingest progress arrives as events.
 
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use serde_json::{json, Value};
-use sextant::service::{OpenOptions, Service};
+use sextant::service::{OpenOptions, Request, Service, ServiceError};
 use tauri::{Emitter, State};
 
 #[derive(Parser)]
@@ -25,12 +25,12 @@ struct Args {
     /// LLM by name in the model store.
     #[arg(long, value_name = "NAME")]
     llm: Option<String>,
-    /// Flow for the router console.
-    #[arg(long, default_value = "examples/flow.toml")]
-    flow: PathBuf,
-    /// Where routing decision logs go.
-    #[arg(long, value_name = "DIR", default_value = "runs")]
-    run_base: PathBuf,
+    /// Default flow file for the router console (default: the built-in example).
+    #[arg(long, value_name = "FILE")]
+    flow: Option<PathBuf>,
+    /// Where routing decision logs go (default: <data dir>/sextant/runs).
+    #[arg(long, value_name = "DIR")]
+    run_base: Option<PathBuf>,
 }
 
 /// The engine, or why it could not start (missing models, unreadable KB): the window
@@ -39,50 +39,45 @@ struct Engine(Result<Arc<Service>, String>);
 
 impl Engine {
     fn get(&self) -> Result<Arc<Service>, Value> {
-        self.0.clone().map_err(|message| {
-            json!({"error": {"message": message, "type": "server_error", "code": "not_ready"}})
-        })
+        self.0
+            .clone()
+            .map_err(|message| error_body(&message, "not_ready"))
     }
 }
 
+/// The error shape the UI reads (the same fields as the HTTP API's error bodies).
+fn error_body(message: &str, code: &str) -> Value {
+    json!({"error": {"message": message, "code": code}})
+}
+
+fn service_error(e: &ServiceError) -> Value {
+    error_body(&e.to_string(), e.code())
+}
+
 fn task_failed(e: impl std::fmt::Display) -> Value {
-    json!({"error": {"message": format!("the request's task failed: {e}"), "type": "server_error"}})
+    error_body(&format!("the request's task failed: {e}"), "internal")
 }
 
 /// With SEXTANT_DESKTOP_TRACE set, one stderr line per command and its outcome: the
 /// desktop test reads them to know each click reached the engine.
-fn trace(what: &str, result: &Result<Value, sextant::service::ApiError>) {
+fn trace<T>(what: &str, result: &Result<T, ServiceError>) {
     if std::env::var_os("SEXTANT_DESKTOP_TRACE").is_some() {
         match result {
             Ok(_) => eprintln!("{what} -> ok"),
-            Err(e) => eprintln!("{what} -> {}", e.status),
+            Err(e) => eprintln!("{what} -> {}", e.code()),
         }
     }
 }
 
-/// Every protocol route of docs/API.md, as `invoke("api", {method, path, body})`.
+/// Every protocol request of docs/API.md, as `invoke("api", {request: {op, ...}})`.
 #[tauri::command]
-async fn api(
-    engine: State<'_, Engine>,
-    method: String,
-    path: String,
-    body: Option<Value>,
-) -> Result<Value, Value> {
+async fn api(engine: State<'_, Engine>, request: Value) -> Result<Value, Value> {
     let svc = engine.get()?;
     tauri::async_runtime::spawn_blocking(move || {
-        let r = svc.call(&method, &path, body.as_ref());
-        // The desktop smoke test reads this to know the UI reached the engine.
-        if std::env::var_os("SEXTANT_DESKTOP_TRACE").is_some() {
-            let outcome = match &r {
-                Ok(_) => "ok".to_string(),
-                Err(e) => format!("{}", e.status),
-            };
-            eprintln!(
-                "api {method} {} -> {outcome}",
-                path.split('?').next().unwrap_or("")
-            );
-        }
-        r.map_err(|e| e.body())
+        let op = request["op"].as_str().unwrap_or("?").to_string();
+        let r = Request::from_json(request).and_then(|req| svc.handle(req));
+        trace(&format!("api {op}"), &r);
+        r.map_err(|e| service_error(&e))
     })
     .await
     .map_err(task_failed)?
@@ -98,17 +93,17 @@ async fn ingest(
 ) -> Result<Value, Value> {
     let svc = engine.get()?;
     tauri::async_runtime::spawn_blocking(move || {
-        let path = match path.filter(|p| !p.trim().is_empty()) {
-            Some(p) => PathBuf::from(p.trim()),
-            None => svc.last_ingested().ok_or_else(|| {
-                json!({"error": {"message": "missing field: path (the folder to add)", "type": "invalid_request_error"}})
-            })?,
-        };
-        let result = svc.ingest(&path, &mut |done, total, file| {
-            let _ = app.emit(
-                "ingest://progress",
-                json!({"done": done, "total": total, "file": file}),
-            );
+        let path = path
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from);
+        let result = svc.ingest_target(path.as_deref()).and_then(|path| {
+            svc.ingest(&path, &mut |done, total, file| {
+                let _ = app.emit(
+                    "ingest://progress",
+                    json!({"done": done, "total": total, "file": file}),
+                );
+            })
         });
         trace("ingest", &result);
         match result {
@@ -117,8 +112,8 @@ async fn ingest(
                 Ok(v)
             }
             Err(e) => {
-                let _ = app.emit("ingest://error", e.body());
-                Err(e.body())
+                let _ = app.emit("ingest://error", service_error(&e));
+                Err(service_error(&e))
             }
         }
     })
@@ -136,8 +131,8 @@ fn main() {
             kb: args.kb,
             llm: args.llm,
             embedder: None,
-            flow: Some(args.flow),
-            run_base: Some(args.run_base),
+            flow: args.flow,
+            run_base: args.run_base,
         },
     ) {
         Ok(s) => Engine(Ok(Arc::new(s))),

@@ -26,13 +26,7 @@ impl Domain {
                 .map_err(|e| anyhow::anyhow!("{} is not valid: {e}", path.display()))?;
             return Ok(d);
         }
-        let mut stmt = kb
-            .store
-            .conn
-            .prepare("SELECT DISTINCT title FROM documents ORDER BY title")?;
-        let topics: Vec<String> = stmt
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
+        let topics = kb.store.document_titles()?;
         let name = kb
             .store
             .dir()

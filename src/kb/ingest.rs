@@ -152,6 +152,12 @@ pub fn ingest(
     opts: &IngestOptions,
     on_event: &mut dyn FnMut(IngestEvent),
 ) -> Result<IngestReport> {
+    // Checked before anything is written, so a typo does not look like a deleted folder.
+    for root in roots {
+        if !root.exists() {
+            anyhow::bail!("{}: no such file or folder", root.display());
+        }
+    }
     let start = Instant::now();
     let mut report = IngestReport::default();
     let tok = kb.embedder.counting_tokenizer();

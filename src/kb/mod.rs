@@ -34,12 +34,7 @@ pub fn resolve_dir(kb: Option<&str>) -> PathBuf {
     let base = || {
         std::env::var_os("SEXTANT_KB_HOME")
             .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                dirs::data_dir()
-                    .unwrap_or_else(|| PathBuf::from("."))
-                    .join("sextant")
-                    .join("kb")
-            })
+            .unwrap_or_else(|| crate::data_dir().join("kb"))
     };
     match kb {
         None => base().join("default"),
@@ -52,6 +47,18 @@ pub fn resolve_dir(kb: Option<&str>) -> PathBuf {
         }
         Some(name) => base().join(name),
     }
+}
+
+/// A question asked of a knowledge base that holds no documents yet.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "the knowledge base {} is empty; add documents with `sextant ingest --kb {} FOLDER` \
+     (or Add folder in the app's Library)",
+    dir.display(),
+    dir.display()
+)]
+pub struct EmptyKb {
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -108,8 +115,19 @@ impl KnowledgeBase {
         Ok(d)
     }
 
+    /// Fails with `EmptyKb` (which names the fix) when nothing has been ingested.
+    pub fn require_chunks(&self) -> Result<(), EmptyKb> {
+        match self.store.counts() {
+            Ok(c) if c.chunks > 0 => Ok(()),
+            _ => Err(EmptyKb {
+                dir: self.store.dir().to_path_buf(),
+            }),
+        }
+    }
+
     pub fn stats(&mut self) -> Result<KbStats> {
-        let chunks = self.store.count("chunks")?;
+        let counts = self.store.counts()?;
+        let chunks = counts.chunks;
         let c = self.store.check()?;
         let bytes = std::fs::read_dir(self.store.dir())?
             .flatten()
@@ -119,8 +137,8 @@ impl KnowledgeBase {
             .sum();
         Ok(KbStats {
             path: self.store.dir().to_path_buf(),
-            documents: self.store.count("documents")?,
-            sections: self.store.count("sections")?,
+            documents: counts.documents,
+            sections: counts.sections,
             chunks,
             vectors: c.vectors,
             consistent: c.missing_vectors.is_empty() && c.vectors == chunks,

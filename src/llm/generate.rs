@@ -22,6 +22,15 @@ pub enum StopReason {
     EndToken,
     /// `max_tokens` ran out first.
     MaxTokens,
+    /// The model's context window filled up first.
+    ContextFull,
+}
+
+impl StopReason {
+    /// The output was cut short (by the budget or the context window).
+    pub fn truncated(self) -> bool {
+        matches!(self, StopReason::MaxTokens | StopReason::ContextFull)
+    }
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -150,8 +159,11 @@ pub fn generate(
             }
             mask = Some(m);
         }
-        if out.len() >= req.max_tokens || pos + step.len() >= model.n_ctx() {
+        if out.len() >= req.max_tokens {
             break StopReason::MaxTokens;
+        }
+        if pos + step.len() >= model.n_ctx() {
+            break StopReason::ContextFull;
         }
         logits = model.forward(&step, pos)?;
         pos += step.len();

@@ -397,10 +397,7 @@ impl ModelStore {
 }
 
 pub fn default_models_dir() -> PathBuf {
-    dirs::data_dir()
-        .unwrap_or_else(|| PathBuf::from("."))
-        .join("sextant")
-        .join("models")
+    crate::data_dir().join("models")
 }
 
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {

@@ -126,6 +126,15 @@ impl Evidence {
         self.best_score >= ANSWERABLE_MIN_SCORE && self.unknown_terms.is_empty()
     }
 
+    /// Why the evidence does not answer: names no document mentions, or the best score.
+    pub fn why_unanswerable(&self) -> String {
+        if self.unknown_terms.is_empty() {
+            format!("best chunk {:.3} < {ANSWERABLE_MIN_SCORE}", self.best_score)
+        } else {
+            format!("no document mentions {}", self.unknown_terms.join(", "))
+        }
+    }
+
     pub fn out_of_domain(&self) -> bool {
         !self.answerable() && self.domain_score < DOMAIN_MIN_SCORE
     }

@@ -1,27 +1,60 @@
-//! The response formats of `../shared/seeds/`, one module each, over shared evidence
-//! (`evidence`), grounding (`grounded`) and post-validation (`checks`). Each module owns
-//! its schema (from `schemas/`), its prompts and its validation.
+//! The response formats of `../shared/seeds/`, one module each: `rag` and `navigator`
+//! (answers), `section_tool` (the navigate_to_section call), `routing` and `interview`.
+//! Each owns its prompt and its validation; the schemas live in one registry
+//! (`crate::schemas`), compiled once.
+//!
+//! Every protocol runs in two steps. `prepare` gathers evidence and decides what it can
+//! by written rules, returning `Step::Done(response)` or `Step::NeedsLlm(pending)`; only
+//! then does a caller load (or queue for) the model and call `pending.finish(llm)`. The
+//! pending value owns everything the model step needs, so a caller can release the
+//! knowledge base before the (slow) generation starts.
 
 pub mod checks;
 pub mod evidence;
 pub mod grounded;
 pub mod interview;
-pub mod navigate;
 pub mod navigator;
 pub mod rag;
 pub mod routing;
+pub mod section_tool;
+mod shared;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::constrain::validate::SchemaValidator;
-use crate::llm::chat_template::Message;
+use crate::kb::KnowledgeBase;
 use crate::llm::Llm;
-use crate::structured::{generate_structured, OutputSpec, StructuredRequest};
+
+/// What a protocol's rules decided: the response, or the work left for the model.
+pub enum Step<T, P> {
+    Done(T),
+    NeedsLlm(P),
+}
+
+/// The model's part of a protocol, with everything it needs (no knowledge base).
+pub trait Pending {
+    type Output;
+    fn finish(self, llm: &mut Llm) -> Result<Self::Output>;
+}
+
+impl<T, P: Pending<Output = T>> Step<T, P> {
+    pub fn needs_llm(&self) -> bool {
+        matches!(self, Step::NeedsLlm(_))
+    }
+
+    /// Both steps, for callers that already hold the model (tests, benchmarks).
+    pub fn complete(self, llm: Option<&mut Llm>) -> Result<T> {
+        match (self, llm) {
+            (Step::Done(t), _) => Ok(t),
+            (Step::NeedsLlm(p), Some(llm)) => p.finish(llm),
+            (Step::NeedsLlm(_), None) => bail!("the rules did not decide and no LLM is loaded"),
+        }
+    }
+}
 
 /// How the answer text is produced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AnswerMode {
     /// The LLM chooses and orders evidence sentences; the grammar admits nothing else.
@@ -39,7 +72,7 @@ impl AnswerMode {
 }
 
 /// The two answer formats of `ask`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AnswerFormat {
     Rag,
@@ -55,37 +88,78 @@ impl AnswerFormat {
     }
 }
 
-/// Answers `question` in `format`, as the format's JSON object (each format validates its
-/// object against its schema before returning it). Shared by the CLI and the service.
-pub fn ask(
-    kb: &crate::kb::KnowledgeBase,
-    llm: Option<&mut Llm>,
-    question: &str,
-    format: AnswerFormat,
-    mode: AnswerMode,
-    k: usize,
-) -> Result<(Value, AskReport)> {
-    Ok(match format {
-        AnswerFormat::Rag => {
-            let (r, report) = rag::answer(kb, llm, question, k, mode)?;
-            (serde_json::to_value(r)?, report)
-        }
-        AnswerFormat::Navigator => {
-            let (r, report) = navigator::answer(kb, llm, question, k, mode)?;
-            (serde_json::to_value(r)?, report)
-        }
-    })
-}
-
 /// Default modes, chosen from `sextant bench ask` on the sample KB (README, Performance):
 /// with the 135M model, extractive answers contain a sentence of the expected section for
 /// 72% of the labelled questions, grounded 40%, free LLM text 16%.
 pub const DEFAULT_RAG_MODE: AnswerMode = AnswerMode::Extractive;
 pub const DEFAULT_NAVIGATOR_MODE: AnswerMode = AnswerMode::Extractive;
 
-/// What `--explain` prints: timings, decisions and the validation report.
+/// One question for `ask`.
+#[derive(Debug, Clone)]
+pub struct AskRequest {
+    pub question: String,
+    pub format: AnswerFormat,
+    /// None: the format's default mode.
+    pub mode: Option<AnswerMode>,
+    /// Chunks retrieved.
+    pub k: usize,
+}
+
+/// An answer in its format, validated against its schema, with the report.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub format: AnswerFormat,
+    pub value: Value,
+    pub report: Report,
+}
+
+/// The model's part of an answer in either format.
+pub enum PendingAnswer {
+    Rag(rag::PendingRag),
+    Navigator(navigator::PendingNavigator),
+}
+
+/// Retrieves and decides by rules; the answer text is left to the model only when the
+/// mode asks for it and the evidence answers the question.
+pub fn prepare_ask(kb: &KnowledgeBase, req: &AskRequest) -> Result<Step<Answer, PendingAnswer>> {
+    kb.require_chunks()?;
+    let mode = req.mode.unwrap_or(req.format.default_mode());
+    Ok(match req.format {
+        AnswerFormat::Rag => match rag::prepare(kb, &req.question, req.k, mode)? {
+            Step::Done(r) => Step::Done(Answer::new(AnswerFormat::Rag, r)?),
+            Step::NeedsLlm(p) => Step::NeedsLlm(PendingAnswer::Rag(p)),
+        },
+        AnswerFormat::Navigator => match navigator::prepare(kb, &req.question, req.k, mode)? {
+            Step::Done(r) => Step::Done(Answer::new(AnswerFormat::Navigator, r)?),
+            Step::NeedsLlm(p) => Step::NeedsLlm(PendingAnswer::Navigator(p)),
+        },
+    })
+}
+
+impl Answer {
+    fn new<R: Serialize>(format: AnswerFormat, (response, report): (R, Report)) -> Result<Answer> {
+        Ok(Answer {
+            format,
+            value: serde_json::to_value(response)?,
+            report,
+        })
+    }
+}
+
+impl Pending for PendingAnswer {
+    type Output = Answer;
+    fn finish(self, llm: &mut Llm) -> Result<Answer> {
+        match self {
+            PendingAnswer::Rag(p) => Answer::new(AnswerFormat::Rag, p.finish(llm)?),
+            PendingAnswer::Navigator(p) => Answer::new(AnswerFormat::Navigator, p.finish(llm)?),
+        }
+    }
+}
+
+/// What `--explain` prints for any protocol: timings, the decision, notes and the
+/// validation report.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct AskReport {
+pub struct Report {
     pub mode: String,
     pub retrieval_ms: f64,
     pub prompt_ms: f64,
@@ -104,51 +178,4 @@ pub struct AskReport {
     /// a UI can turn cited ids and sections into links.
     #[serde(skip)]
     pub hits: Vec<crate::kb::search::Hit>,
-}
-
-/// Retrieval for one question, with the report's retrieval figures filled in.
-pub(crate) fn gather(
-    kb: &crate::kb::KnowledgeBase,
-    question: &str,
-    k: usize,
-    mode: AnswerMode,
-) -> Result<(evidence::Evidence, AskReport)> {
-    let t = std::time::Instant::now();
-    let ev = evidence::Evidence::gather(kb, question, k)?;
-    let report = AskReport {
-        mode: format!("{mode:?}").to_lowercase(),
-        retrieval_ms: t.elapsed().as_secs_f64() * 1e3,
-        best_score: ev.best_score,
-        domain_score: ev.domain_score,
-        hits: ev.hits.clone(),
-        ..Default::default()
-    };
-    Ok((ev, report))
-}
-
-/// Runs the LLM under `schema` and returns the object.
-pub(crate) fn llm_object(
-    llm: &mut Llm,
-    system: &str,
-    user: &str,
-    schema: Value,
-    report: &mut AskReport,
-) -> Result<Value> {
-    let mut req = StructuredRequest::new(
-        vec![Message::new("system", system), Message::new("user", user)],
-        OutputSpec::JsonSchema(schema.clone()),
-    );
-    req.max_tokens = 512;
-    let out = generate_structured(llm, &req, &mut |_| {})?;
-    report.prompt_ms += out.generation.prompt_ms;
-    report.generation_ms += out.generation.generate_ms;
-    report.decoder_schema = Some(schema);
-    Ok(out.value.expect("schema output has a value"))
-}
-
-/// Validates a final object against the format's schema file.
-pub(crate) fn validate_against(schema_json: &str, value: &Value) -> Result<()> {
-    let schema: Value = serde_json::from_str(schema_json)?;
-    SchemaValidator::new(&schema)?.validate(value)?;
-    Ok(())
 }

@@ -20,25 +20,24 @@
 //! unless the question is also far from the KB's topics (< 0.69), which makes it out of
 //! domain (seed Patterns 4 and 5).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::checks::{self, grounding_share};
 use super::evidence::{Evidence, ANSWERABLE_MIN_SCORE, DOMAIN_MIN_SCORE};
 use super::grounded::{
-    answer_pattern, candidates, evidence_listing, extractive_answer, join_sentences, CANDIDATES,
-    MAX_SENTENCES,
+    candidates, evidence_listing, extractive_answer, join_sentences, CANDIDATES,
 };
-use super::{llm_object, validate_against, AnswerMode, AskReport};
+use super::shared::{gather, grounded_answer, llm_object};
+use super::{AnswerMode, Pending, Report, Step};
 use crate::kb::search::Hit;
 use crate::kb::KnowledgeBase;
 use crate::llm::Llm;
-
-pub const SCHEMA: &str = include_str!("../../schemas/navigator-response.schema.json");
+use crate::schemas::{self, SchemaId};
 
 pub const HIGH_MIN: f64 = 0.78;
 pub const CONFIRMING_MIN: f64 = 0.75;
@@ -130,14 +129,53 @@ fn score_of(hits: &[Hit], file: &str, section: &str) -> f64 {
         .fold(0.0, f64::max)
 }
 
-pub fn answer(
+/// What the rules need to know of the KB about the retrieved sections, read before the
+/// model runs so the KB can be released: which exist, and their neighbours' headings.
+struct SectionFacts {
+    existing: HashSet<(String, String)>,
+    neighbours: HashMap<(String, String), Vec<String>>,
+}
+
+impl SectionFacts {
+    fn of(kb: &KnowledgeBase, hits: &[Hit]) -> Result<SectionFacts> {
+        let mut facts = SectionFacts {
+            existing: HashSet::new(),
+            neighbours: HashMap::new(),
+        };
+        for h in hits {
+            let key = (h.file.clone(), h.section.clone());
+            if facts.neighbours.contains_key(&key) {
+                continue;
+            }
+            if kb.store.section_exists(&h.file, &h.section)? {
+                facts.existing.insert(key.clone());
+            }
+            let n = kb.store.neighbour_headings(&h.file, &h.section_path)?;
+            facts.neighbours.insert(key, n);
+        }
+        Ok(facts)
+    }
+}
+
+/// The model's part of a navigator answer: the evidence, the mode, and the KB facts the
+/// rules check the citations against.
+pub struct PendingNavigator {
+    ev: Evidence,
+    mode: AnswerMode,
+    report: Report,
+    facts: SectionFacts,
+}
+
+/// Out of domain, not documented and extractive answers by rules; the rest is left to
+/// the model.
+pub fn prepare(
     kb: &KnowledgeBase,
-    llm: Option<&mut Llm>,
     question: &str,
     k: usize,
     mode: AnswerMode,
-) -> Result<(NavigatorResponse, AskReport)> {
-    let (ev, mut report) = super::gather(kb, question, k, mode)?;
+) -> Result<Step<(NavigatorResponse, Report), PendingNavigator>> {
+    let (ev, mut report) = gather(kb, question, k, mode)?;
+    let facts = SectionFacts::of(kb, &ev.hits)?;
     let about = if ev.domain.description.is_empty() {
         ev.domain.name.clone()
     } else {
@@ -164,20 +202,10 @@ pub fn answer(
             related_topics: ev.domain.topics.iter().take(3).cloned().collect(),
             out_of_domain: true,
         };
-        return finish(kb, response, &ev, report);
+        return check(response, &ev, &facts, report, None).map(Step::Done);
     }
     if !ev.answerable() {
-        report.decision = if ev.unknown_terms.is_empty() {
-            format!(
-                "in domain, no answer: best chunk {:.3} < {ANSWERABLE_MIN_SCORE}",
-                ev.best_score
-            )
-        } else {
-            format!(
-                "in domain, no answer: no document mentions {}",
-                ev.unknown_terms.join(", ")
-            )
-        };
+        report.decision = format!("in domain, no answer: {}", ev.why_unanswerable());
         let mut related: Vec<String> = Vec::new();
         for h in &ev.hits {
             if !related.contains(&h.section) {
@@ -216,90 +244,115 @@ pub fn answer(
             related_topics: related,
             out_of_domain: false,
         };
-        return finish(kb, response, &ev, report);
+        return check(response, &ev, &facts, report, None).map(Step::Done);
     }
 
     report.decision = "answer from the retrieved sections".into();
-    let (answer, cited): (String, Vec<(String, String)>) = match mode {
+    if mode == AnswerMode::Extractive {
         // The answer's sentences are the citations: each comes from exactly one section.
-        AnswerMode::Extractive => {
-            let chosen = extractive_answer(&ev);
-            let mut cited = Vec::new();
-            for s in &chosen {
-                let h = &ev.hits[s.hit];
-                let key = (h.file.clone(), h.section.clone());
-                if !cited.contains(&key) {
-                    cited.push(key);
-                }
+        let chosen = extractive_answer(&ev);
+        let mut cited = Vec::new();
+        for s in &chosen {
+            let h = &ev.hits[s.hit];
+            let key = (h.file.clone(), h.section.clone());
+            if !cited.contains(&key) {
+                cited.push(key);
             }
-            let text = join_sentences(&chosen.iter().map(|s| s.text.as_str()).collect::<Vec<_>>());
-            (text, cited)
         }
-        // The LLM chooses sentences; their sections are the citations (exact by
-        // construction, so the model's own citation guess is not needed).
-        AnswerMode::Grounded => {
-            let Some(llm) = llm else {
-                bail!("grounded mode needs the LLM")
-            };
-            let cands = candidates(&ev, CANDIDATES);
-            let schema = json!({
-                "type": "object", "additionalProperties": false, "required": ["answer"],
-                "properties": {"answer": {"type": "string", "pattern": answer_pattern(&cands, MAX_SENTENCES)}}
-            });
-            let user = format!(
-                "Documentation sentences:\n{}\n\nQuestion: {question}\n\
-                 Answer with the sentence or sentences above that answer the question, most \
-                 important first, copied exactly.",
-                evidence_listing(&ev, &cands)
-            );
-            let v = llm_object(llm, SYSTEM, &user, schema, &mut report)?;
-            let answer = v["answer"].as_str().unwrap_or_default().trim().to_string();
-            let mut cited: Vec<(String, String)> = Vec::new();
-            for s in &cands {
-                let h = &ev.hits[s.hit];
-                let key = (h.file.clone(), h.section.clone());
-                if answer.contains(&s.text) && !cited.contains(&key) {
-                    cited.push(key);
+        let text = join_sentences(&chosen.iter().map(|s| s.text.as_str()).collect::<Vec<_>>());
+        return cite(text, cited, &ev, &facts, report).map(Step::Done);
+    }
+    Ok(Step::NeedsLlm(PendingNavigator {
+        ev,
+        mode,
+        report,
+        facts,
+    }))
+}
+
+impl Pending for PendingNavigator {
+    type Output = (NavigatorResponse, Report);
+
+    fn finish(self, llm: &mut Llm) -> Result<(NavigatorResponse, Report)> {
+        let PendingNavigator {
+            ev,
+            mode,
+            mut report,
+            facts,
+        } = self;
+        let (answer, cited) = match mode {
+            // The LLM chooses sentences; their sections are the citations (exact by
+            // construction, so the model's own citation guess is not needed).
+            AnswerMode::Grounded => {
+                let (answer, cands) = grounded_answer(llm, &ev, "answer", SYSTEM, &mut report)?;
+                let mut cited: Vec<(String, String)> = Vec::new();
+                for s in &cands {
+                    let h = &ev.hits[s.hit];
+                    let key = (h.file.clone(), h.section.clone());
+                    if answer.contains(&s.text) && !cited.contains(&key) {
+                        cited.push(key);
+                    }
                 }
+                (answer, cited)
             }
-            (answer, cited)
-        }
-        // Free text: the decoder schema ties each citation to a retrieved file and one of
-        // its retrieved sections.
-        AnswerMode::Llm => {
-            let Some(llm) = llm else {
-                bail!("llm mode needs the LLM")
-            };
-            let cands = candidates(&ev, CANDIDATES);
-            let answer_schema = json!({"type": "string", "minLength": 1, "maxLength": 400});
-            let schema = decoder_schema(&ev.hits, answer_schema);
-            let user = format!(
-                "Documentation sentences, with their file and section:\n{}\n\nQuestion: {question}\n\
-                 Answer from these sentences only, then cite the file and section of each one you used.",
-                evidence_listing(&ev, &cands)
-            );
-            let v = llm_object(llm, SYSTEM, &user, schema, &mut report)?;
-            let answer = v["answer"].as_str().unwrap_or_default().trim().to_string();
-            let mut cited: Vec<(String, String)> = Vec::new();
-            for s in v["sources"].as_array().cloned().unwrap_or_default() {
-                let key = (
-                    s["file"].as_str().unwrap_or_default().to_string(),
-                    s["section"].as_str().unwrap_or_default().to_string(),
+            // Free text: the decoder schema ties each citation to a retrieved file and one
+            // of its retrieved sections.
+            _ => {
+                let cands = candidates(&ev, CANDIDATES);
+                let answer_schema = json!({"type": "string", "minLength": 1, "maxLength": 400});
+                let schema = decoder_schema(&ev.hits, answer_schema);
+                let user = format!(
+                    "Documentation sentences, with their file and section:\n{}\n\nQuestion: {}\n\
+                     Answer from these sentences only, then cite the file and section of each one you used.",
+                    evidence_listing(&ev, &cands),
+                    ev.question
                 );
-                if !cited.contains(&key) {
-                    cited.push(key);
+                let v = llm_object(llm, SYSTEM, &user, schema, &mut report)?;
+                let answer = v["answer"].as_str().unwrap_or_default().trim().to_string();
+                let mut cited: Vec<(String, String)> = Vec::new();
+                for s in v["sources"].as_array().cloned().unwrap_or_default() {
+                    let key = (
+                        s["file"].as_str().unwrap_or_default().to_string(),
+                        s["section"].as_str().unwrap_or_default().to_string(),
+                    );
+                    if !cited.contains(&key) {
+                        cited.push(key);
+                    }
                 }
+                (answer, cited)
             }
-            (answer, cited)
-        }
-    };
+        };
+        cite(answer, cited, &ev, &facts, report)
+    }
+}
+
+/// Both steps at once, for callers that hold the model already (tests, benchmarks).
+pub fn answer(
+    kb: &KnowledgeBase,
+    llm: Option<&mut Llm>,
+    question: &str,
+    k: usize,
+    mode: AnswerMode,
+) -> Result<(NavigatorResponse, Report)> {
+    prepare(kb, question, k, mode)?.complete(llm)
+}
+
+/// The response around an answer and its cited sections: sources with relevance lines,
+/// confidence by the written rules, related topics, then the checks.
+fn cite(
+    answer: String,
+    cited: Vec<(String, String)>,
+    ev: &Evidence,
+    facts: &SectionFacts,
+    report: Report,
+) -> Result<(NavigatorResponse, Report)> {
     let sources: Vec<Source> = cited
         .iter()
         .take(MAX_SOURCES)
         .map(|(file, section)| Source {
             file: file.clone(),
             section: section.clone(),
-            relevance: relevance(&ev, file, section),
+            relevance: relevance(ev, file, section),
         })
         .collect();
     let scores: Vec<f64> = sources
@@ -329,15 +382,10 @@ pub fn answer(
     };
     let mut related: Vec<String> = Vec::new();
     for s in &sources {
-        if let Some(h) = ev
-            .hits
-            .iter()
-            .find(|h| h.file == s.file && h.section == s.section)
-        {
-            for n in kb.store.neighbour_headings(&h.file, &h.section_path)? {
-                if !related.contains(&n) && !sources.iter().any(|x| x.section == n) {
-                    related.push(n);
-                }
+        let key = (s.file.clone(), s.section.clone());
+        for n in facts.neighbours.get(&key).into_iter().flatten() {
+            if !related.contains(n) && !sources.iter().any(|x| x.section == *n) {
+                related.push(n.clone());
             }
         }
     }
@@ -350,7 +398,7 @@ pub fn answer(
         related_topics: related,
         out_of_domain: false,
     };
-    finish_with_level(kb, response, &ev, report, Some(level))
+    check(response, ev, facts, report, Some(level))
 }
 
 /// The written confidence rules (module docs) over the cited sections' scores and the
@@ -395,23 +443,15 @@ fn relevance(ev: &Evidence, file: &str, section: &str) -> String {
     }
 }
 
-fn finish(
-    kb: &KnowledgeBase,
-    response: NavigatorResponse,
-    ev: &Evidence,
-    report: AskReport,
-) -> Result<(NavigatorResponse, AskReport)> {
-    finish_with_level(kb, response, ev, report, None)
-}
-
-/// Runs the five rules, lowers confidence for each failure, validates the schema.
-fn finish_with_level(
-    kb: &KnowledgeBase,
+/// Runs the five rules, lowers confidence for each failure (when the level is computed),
+/// validates the schema.
+fn check(
     mut response: NavigatorResponse,
     ev: &Evidence,
-    mut report: AskReport,
+    facts: &SectionFacts,
+    mut report: Report,
     level: Option<Level>,
-) -> Result<(NavigatorResponse, AskReport)> {
+) -> Result<(NavigatorResponse, Report)> {
     let t = Instant::now();
     let cited: Vec<(String, String)> = response
         .sources
@@ -425,7 +465,7 @@ fn finish_with_level(
         .map(|h| h.text.as_str())
         .collect::<Vec<_>>()
         .join("\n");
-    let exists = |f: &str, s: &str| kb.store.section_exists(f, s).unwrap_or(false);
+    let exists = |f: &str, s: &str| facts.existing.contains(&(f.to_string(), s.to_string()));
     let mut rules = vec![
         checks::source_existence(&cited, &exists),
         checks::confidence_reason_meaningful(&response.confidence_reason),
@@ -453,7 +493,10 @@ fn finish_with_level(
         response.confidence = level.name().into();
     }
     report.rules = rules;
-    validate_against(SCHEMA, &serde_json::to_value(&response)?)?;
+    schemas::validate(
+        SchemaId::NavigatorResponse,
+        &serde_json::to_value(&response)?,
+    )?;
     report.validation_ms = t.elapsed().as_secs_f64() * 1e3;
     Ok((response, report))
 }

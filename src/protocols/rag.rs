@@ -5,20 +5,18 @@
 
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde::Serialize;
 use serde_json::json;
 
 use super::checks::grounding_share;
-use super::grounded::{
-    answer_pattern, candidates, evidence_listing, extractive_answer, join_sentences, CANDIDATES,
-    MAX_SENTENCES,
-};
-use super::{llm_object, validate_against, AnswerMode, AskReport};
+use super::evidence::Evidence;
+use super::grounded::{extractive_answer, join_sentences};
+use super::shared::{gather, grounded_answer, llm_object};
+use super::{AnswerMode, Pending, Report, Step};
 use crate::kb::KnowledgeBase;
 use crate::llm::Llm;
-
-pub const SCHEMA: &str = include_str!("../../schemas/rag-response.schema.json");
+use crate::schemas::{self, SchemaId};
 
 /// Non-PDF documents have no pages: they count as one page, page 1.
 pub const NON_PDF_PAGE: u32 = 1;
@@ -41,73 +39,54 @@ pub struct RagResponse {
 pub const NOT_FOUND: &str = "I could not find a supported answer in the knowledge base. \
     The retrieved passages do not contain information that answers this question.";
 
-pub fn answer(
+/// The model's part of a RAG answer: the evidence, and the mode that writes the text.
+pub struct PendingRag {
+    ev: Evidence,
+    mode: AnswerMode,
+    report: Report,
+}
+
+/// Retrieval, chunks and confidence by rules; the answer text too unless the mode needs
+/// the model and the evidence answers the question.
+pub fn prepare(
     kb: &KnowledgeBase,
-    llm: Option<&mut Llm>,
     question: &str,
     k: usize,
     mode: AnswerMode,
-) -> Result<(RagResponse, AskReport)> {
-    let (ev, mut report) = super::gather(kb, question, k, mode)?;
-    let retrieved_chunks: Vec<RagChunk> = ev
-        .hits
-        .iter()
-        .map(|h| RagChunk {
-            id: h.id.clone(),
-            page: h.page.unwrap_or(NON_PDF_PAGE),
-            text: h.text.clone(),
-            score: h.score,
-        })
-        .collect();
-    let confidence = retrieved_chunks.iter().map(|c| c.score).fold(0.0, f64::max);
-    let final_answer = if !ev.answerable() {
-        report.decision = if ev.unknown_terms.is_empty() {
-            format!(
-                "not answerable: best score {:.3} < {:.2}",
-                ev.best_score,
-                super::evidence::ANSWERABLE_MIN_SCORE
-            )
-        } else {
-            format!(
-                "not answerable: no document mentions {}",
-                ev.unknown_terms.join(", ")
-            )
-        };
-        NOT_FOUND.to_string()
-    } else {
-        report.decision = "answer from the retrieved chunks".into();
-        match mode {
-            AnswerMode::Extractive => join_sentences(
-                &extractive_answer(&ev)
-                    .iter()
-                    .map(|s| s.text.as_str())
-                    .collect::<Vec<_>>(),
-            ),
+) -> Result<Step<(RagResponse, Report), PendingRag>> {
+    let (ev, mut report) = gather(kb, question, k, mode)?;
+    if !ev.answerable() {
+        report.decision = format!("not answerable: {}", ev.why_unanswerable());
+        return respond(&ev, NOT_FOUND.to_string(), report).map(Step::Done);
+    }
+    report.decision = "answer from the retrieved chunks".into();
+    if mode == AnswerMode::Extractive {
+        let sentences = extractive_answer(&ev);
+        let text = join_sentences(
+            &sentences
+                .iter()
+                .map(|s| s.text.as_str())
+                .collect::<Vec<_>>(),
+        );
+        return respond(&ev, text, report).map(Step::Done);
+    }
+    Ok(Step::NeedsLlm(PendingRag { ev, mode, report }))
+}
+
+impl Pending for PendingRag {
+    type Output = (RagResponse, Report);
+
+    fn finish(self, llm: &mut Llm) -> Result<(RagResponse, Report)> {
+        let PendingRag {
+            ev,
+            mode,
+            mut report,
+        } = self;
+        let text = match mode {
             AnswerMode::Grounded => {
-                let Some(llm) = llm else {
-                    bail!("grounded mode needs the LLM")
-                };
-                let cands = candidates(&ev, CANDIDATES);
-                let schema = json!({
-                    "type": "object", "additionalProperties": false,
-                    "required": ["final_answer"],
-                    "properties": {"final_answer": {
-                        "type": "string", "pattern": answer_pattern(&cands, MAX_SENTENCES)
-                    }}
-                });
-                let user = format!(
-                    "Sentences from the documentation:\n{}\n\nQuestion: {question}\n\
-                     Answer with the sentence or sentences above that answer the question, \
-                     most important first, copied exactly.",
-                    evidence_listing(&ev, &cands)
-                );
-                let v = llm_object(llm, GROUNDED_SYSTEM, &user, schema, &mut report)?;
-                v["final_answer"].as_str().unwrap_or_default().to_string()
+                grounded_answer(llm, &ev, "final_answer", GROUNDED_SYSTEM, &mut report)?.0
             }
-            AnswerMode::Llm => {
-                let Some(llm) = llm else {
-                    bail!("llm mode needs the LLM")
-                };
+            _ => {
                 let schema = json!({
                     "type": "object", "additionalProperties": false,
                     "required": ["final_answer"],
@@ -119,7 +98,7 @@ pub fn answer(
                     .map(|h| format!("[{}] {}", h.id, h.text))
                     .collect::<Vec<_>>()
                     .join("\n\n");
-                let user = format!("Context:\n{context}\n\nQuestion: {question}");
+                let user = format!("Context:\n{context}\n\nQuestion: {}", ev.question);
                 let v = llm_object(llm, LLM_SYSTEM, &user, schema, &mut report)?;
                 v["final_answer"]
                     .as_str()
@@ -127,8 +106,29 @@ pub fn answer(
                     .trim()
                     .to_string()
             }
-        }
-    };
+        };
+        respond(&ev, text, report)
+    }
+}
+
+/// The response around the answer text: chunks and confidence from retrieval, the
+/// grounding figure, and schema validation.
+fn respond(
+    ev: &Evidence,
+    final_answer: String,
+    mut report: Report,
+) -> Result<(RagResponse, Report)> {
+    let retrieved_chunks: Vec<RagChunk> = ev
+        .hits
+        .iter()
+        .map(|h| RagChunk {
+            id: h.id.clone(),
+            page: h.page.unwrap_or(NON_PDF_PAGE),
+            text: h.text.clone(),
+            score: h.score,
+        })
+        .collect();
+    let confidence = retrieved_chunks.iter().map(|c| c.score).fold(0.0, f64::max);
     let response = RagResponse {
         final_answer,
         retrieved_chunks,
@@ -146,9 +146,20 @@ pub fn answer(
     } else {
         1.0
     };
-    validate_against(SCHEMA, &serde_json::to_value(&response)?)?;
+    schemas::validate(SchemaId::RagResponse, &serde_json::to_value(&response)?)?;
     report.validation_ms = t.elapsed().as_secs_f64() * 1e3;
     Ok((response, report))
+}
+
+/// Both steps at once, for callers that hold the model already (tests, benchmarks).
+pub fn answer(
+    kb: &KnowledgeBase,
+    llm: Option<&mut Llm>,
+    question: &str,
+    k: usize,
+    mode: AnswerMode,
+) -> Result<(RagResponse, Report)> {
+    prepare(kb, question, k, mode)?.complete(llm)
 }
 
 const GROUNDED_SYSTEM: &str = "You answer questions about technical documentation by \

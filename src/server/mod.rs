@@ -3,13 +3,15 @@
 //! events; every decision about content is the service's.
 //!
 //! Errors use the OpenAI error shape everywhere, including malformed JSON, oversized
-//! bodies, a missing token and unknown routes, so OpenAI clients report them properly.
+//! bodies, a missing token and unknown routes, so OpenAI clients report them properly;
+//! `Failure::from(ServiceError)` is the one place engine errors become HTTP statuses. The
+//! OpenAI wire formats are in `openai`.
+
+mod openai;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use axum::body::Bytes;
@@ -21,8 +23,8 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::{json, Value};
-use sextant::service::{parse_chat_request, ApiError, CancelOnDrop, Service};
+use serde_json::{json, Map, Value};
+use sextant::service::{Request as ServiceRequest, Service, ServiceError};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -52,6 +54,36 @@ const UI_FILES: &[(&str, &str, &str)] = &[
         "text/javascript; charset=utf-8",
     ),
     (
+        "/dom.js",
+        include_str!("../../ui/dom.js"),
+        "text/javascript; charset=utf-8",
+    ),
+    (
+        "/screens/library.js",
+        include_str!("../../ui/screens/library.js"),
+        "text/javascript; charset=utf-8",
+    ),
+    (
+        "/screens/ask.js",
+        include_str!("../../ui/screens/ask.js"),
+        "text/javascript; charset=utf-8",
+    ),
+    (
+        "/screens/reader.js",
+        include_str!("../../ui/screens/reader.js"),
+        "text/javascript; charset=utf-8",
+    ),
+    (
+        "/screens/interview.js",
+        include_str!("../../ui/screens/interview.js"),
+        "text/javascript; charset=utf-8",
+    ),
+    (
+        "/screens/router.js",
+        include_str!("../../ui/screens/router.js"),
+        "text/javascript; charset=utf-8",
+    ),
+    (
         "/style.css",
         include_str!("../../ui/style.css"),
         "text/css; charset=utf-8",
@@ -73,20 +105,75 @@ pub struct ServeOptions {
     pub token: Option<String>,
 }
 
-struct Failure(ApiError);
+/// An error as the HTTP API reports it: a status and the OpenAI error body.
+pub(crate) struct Failure {
+    status: StatusCode,
+    kind: &'static str,
+    code: Option<&'static str>,
+    message: String,
+}
 
-impl From<ApiError> for Failure {
-    fn from(e: ApiError) -> Self {
-        Failure(e)
+impl Failure {
+    fn bad_request(message: impl Into<String>) -> Failure {
+        Failure {
+            status: StatusCode::BAD_REQUEST,
+            kind: "invalid_request_error",
+            code: None,
+            message: message.into(),
+        }
+    }
+
+    fn not_found(message: impl Into<String>) -> Failure {
+        Failure {
+            status: StatusCode::NOT_FOUND,
+            kind: "not_found_error",
+            code: None,
+            message: message.into(),
+        }
+    }
+
+    fn internal(message: impl Into<String>) -> Failure {
+        Failure {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            kind: "server_error",
+            code: None,
+            message: message.into(),
+        }
+    }
+
+    fn with_code(mut self, code: &'static str) -> Failure {
+        self.code = Some(code);
+        self
+    }
+
+    /// The OpenAI error body.
+    fn body(&self) -> Value {
+        json!({"error": {"message": self.message, "type": self.kind, "param": null, "code": self.code}})
+    }
+}
+
+impl From<ServiceError> for Failure {
+    fn from(e: ServiceError) -> Self {
+        let message = format!("{e}");
+        match e {
+            ServiceError::NotFound(_) => Failure::not_found(message),
+            ServiceError::Overloaded { .. } => Failure {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                kind: "overloaded_error",
+                code: Some("overloaded"),
+                message,
+            },
+            ServiceError::Internal(_) => Failure::internal(message),
+            ServiceError::BadRequest(_) => Failure::bad_request(message),
+            other => Failure::bad_request(message).with_code(other.code()),
+        }
     }
 }
 
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
-        let status =
-            StatusCode::from_u16(self.0.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut r = (status, Json(self.0.body())).into_response();
-        if status == StatusCode::SERVICE_UNAVAILABLE {
+        let mut r = (self.status, Json(self.body())).into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
             r.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         }
@@ -95,6 +182,20 @@ impl IntoResponse for Failure {
 }
 
 type Reply = Result<Response, Failure>;
+
+/// The protocol routes of docs/API.md and the service request each one makes: the query
+/// string and the JSON body become the request's fields.
+const PROTOCOL_ROUTES: &[(&str, &str, &str)] = &[
+    ("GET", "/api/health", "health"),
+    ("GET", "/api/kb", "kb"),
+    ("GET", "/api/document", "document"),
+    ("POST", "/api/search", "search"),
+    ("POST", "/api/ask", "ask"),
+    ("POST", "/api/navigate", "navigate"),
+    ("POST", "/api/route", "route"),
+    ("GET", "/api/route/log", "route_log"),
+    ("POST", "/api/interview", "interview"),
+];
 
 pub fn router(svc: Arc<Service>, token: Option<String>) -> Router {
     let app = App {
@@ -107,9 +208,9 @@ pub fn router(svc: Arc<Service>, token: Option<String>) -> Router {
     }
     r.route("/api/ingest", post(ingest))
         .route("/api/{*rest}", get(protocol).post(protocol))
-        .route("/v1/models", get(models))
-        .route("/v1/chat/completions", post(chat))
-        .route("/v1/embeddings", post(embeddings))
+        .route("/v1/models", get(openai::models))
+        .route("/v1/chat/completions", post(openai::chat))
+        .route("/v1/embeddings", post(openai::embeddings))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(app.clone(), auth))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -140,12 +241,12 @@ async fn auth(State(app): State<App>, req: Request, next: Next) -> Response {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
         if given != Some(token) {
-            return Failure(ApiError {
-                status: 401,
+            return Failure {
+                status: StatusCode::UNAUTHORIZED,
                 kind: "authentication_error",
                 code: Some("invalid_api_key"),
                 message: "missing or wrong bearer token (Authorization: Bearer TOKEN, as given to `sextant serve --token`)".into(),
-            })
+            }
             .into_response();
         }
     }
@@ -170,10 +271,7 @@ async fn ui_file(uri: Uri) -> Response {
 }
 
 async fn not_found(method: Method, uri: Uri) -> Failure {
-    Failure(ApiError::not_found(format!(
-        "no route {method} {}",
-        uri.path()
-    )))
+    Failure::not_found(format!("no route {method} {}", uri.path()))
 }
 
 /// A JSON body, or the OpenAI-style error for an oversized or malformed one.
@@ -182,38 +280,37 @@ fn json_body(
     required: bool,
 ) -> Result<Option<Value>, Failure> {
     let bytes = body.map_err(|e| {
-        let status = e.status().as_u16();
-        Failure(ApiError {
+        let status = e.status();
+        Failure {
             status,
             kind: "invalid_request_error",
-            code: (status == 413).then_some("request_too_large"),
-            message: if status == 413 {
+            code: (status == StatusCode::PAYLOAD_TOO_LARGE).then_some("request_too_large"),
+            message: if status == StatusCode::PAYLOAD_TOO_LARGE {
                 format!("the request body is larger than {BODY_LIMIT} bytes")
             } else {
                 e.body_text()
             },
-        })
+        }
     })?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return if required {
-            Err(ApiError::bad_request("the request needs a JSON body").into())
+            Err(Failure::bad_request("the request needs a JSON body"))
         } else {
             Ok(None)
         };
     }
     serde_json::from_slice(&bytes)
         .map(Some)
-        .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")).into())
+        .map_err(|e| Failure::bad_request(format!("the body is not valid JSON: {e}")))
 }
 
+/// Runs engine work off the async threads.
 async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+    f: impl FnOnce() -> Result<T, ServiceError> + Send + 'static,
 ) -> Result<T, Failure> {
     match tokio::task::spawn_blocking(f).await {
-        Ok(r) => r.map_err(Failure),
-        Err(e) => {
-            Err(ApiError::internal(&anyhow::anyhow!("the request's task failed: {e}")).into())
-        }
+        Ok(r) => r.map_err(Failure::from),
+        Err(e) => Err(Failure::internal(format!("the request's task failed: {e}"))),
     }
 }
 
@@ -223,32 +320,41 @@ async fn protocol(
     uri: Uri,
     body: Result<Bytes, BytesRejection>,
 ) -> Reply {
-    let body = json_body(body, false)?;
-    let path = uri
-        .path_and_query()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_default();
+    let Some((_, _, op)) = PROTOCOL_ROUTES
+        .iter()
+        .find(|(m, p, _)| *m == method.as_str() && *p == uri.path())
+    else {
+        return Err(Failure::not_found(format!(
+            "no route {method} {} (see docs/API.md)",
+            uri.path()
+        )));
+    };
+    let mut fields = match json_body(body, false)? {
+        None => Map::new(),
+        Some(Value::Object(o)) => o,
+        Some(_) => return Err(Failure::bad_request("the body must be a JSON object")),
+    };
+    for (k, v) in form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()) {
+        fields
+            .entry(k.into_owned())
+            .or_insert(Value::String(v.into_owned()));
+    }
+    fields.insert("op".into(), json!(op));
+    let req = ServiceRequest::from_json(Value::Object(fields))?;
     let svc = app.svc.clone();
-    let v = blocking(move || svc.call(method.as_str(), &path, body.as_ref())).await?;
+    let v = blocking(move || svc.handle(req)).await?;
     Ok(Json(v).into_response())
 }
 
 async fn ingest(State(app): State<App>, body: Result<Bytes, BytesRejection>) -> Reply {
     let body = json_body(body, false)?.unwrap_or(json!({}));
-    let path = match body["path"].as_str().filter(|p| !p.trim().is_empty()) {
-        Some(p) => std::path::PathBuf::from(p.trim()),
-        None => app
-            .svc
-            .last_ingested()
-            .ok_or_else(|| ApiError::bad_request("missing field: path (the folder to add)"))?,
-    };
-    if !path.exists() {
-        return Err(ApiError::bad_request(format!(
-            "{}: no such file or folder on the machine running sextant",
-            path.display()
-        ))
-        .into());
-    }
+    let path = body["path"]
+        .as_str()
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(std::path::PathBuf::from);
+    // A folder that does not exist is a plain error, before any event is streamed.
+    let path = app.svc.ingest_target(path.as_deref())?;
     let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(256);
     let svc = app.svc.clone();
     tokio::task::spawn_blocking(move || {
@@ -263,7 +369,7 @@ async fn ingest(State(app): State<App>, body: Result<Bytes, BytesRejection>) -> 
         });
         match result {
             Ok(v) => send("done", v),
-            Err(e) => send("error", e.body()),
+            Err(e) => send("error", Failure::from(e).body()),
         }
     });
     Ok(Sse::new(ReceiverStream::new(rx))
@@ -271,159 +377,38 @@ async fn ingest(State(app): State<App>, body: Result<Bytes, BytesRejection>) -> 
         .into_response())
 }
 
-async fn models(State(app): State<App>) -> Json<Value> {
-    let model =
-        |id: &str| json!({"id": id, "object": "model", "created": 0, "owned_by": "sextant"});
-    Json(json!({
-        "object": "list",
-        "data": [model(app.svc.llm_name()), model(&app.svc.embedder.name)],
-    }))
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
-async fn chat(State(app): State<App>, body: Result<Bytes, BytesRejection>) -> Reply {
-    let body = json_body(body, true)?.unwrap_or_default();
-    let req = parse_chat_request(&body, app.svc.llm_name())?;
-    let id = format!(
-        "chatcmpl-{:x}",
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    );
-    let created = now_secs();
-    let model = app.svc.llm_name().to_string();
-    let svc = app.svc.clone();
-    // Dropped with this request (the client went away): generation stops at the next token.
-    let guard = CancelOnDrop::new();
-    let cancel = guard.0.clone();
-    if req.stream {
-        let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(256);
-        let chunk = {
-            let (id, model) = (id.clone(), model.clone());
-            move |delta: Value, finish: Option<&str>| {
-                json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
-                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    #[test]
+    fn every_protocol_route_makes_a_request_the_service_knows() {
+        for (_, path, op) in PROTOCOL_ROUTES {
+            let mut fields = Map::new();
+            fields.insert("op".into(), json!(op));
+            for k in ["path", "query", "question", "flow"] {
+                fields.insert(k.into(), json!("x"));
             }
-        };
-        tokio::task::spawn_blocking(move || {
-            let _guard = guard;
-            let send = |v: Value| {
-                tx.blocking_send(Ok(Event::default().data(v.to_string())))
-                    .is_ok()
-            };
-            send(chunk(json!({"role": "assistant", "content": ""}), None));
-            let result = svc.chat(&req, cancel.clone(), &mut |text| {
-                if !send(chunk(json!({"content": text}), None)) {
-                    cancel.store(true, Ordering::Relaxed);
-                }
-            });
-            match result {
-                Ok(r) => {
-                    send(chunk(json!({}), Some(r.finish_reason)));
-                }
-                Err(e) => {
-                    send(e.body());
-                }
-            }
-            let _ = tx.blocking_send(Ok(Event::default().data("[DONE]")));
-        });
-        return Ok(Sse::new(ReceiverStream::new(rx)).into_response());
-    }
-    let r = blocking(move || svc.chat(&req, cancel, &mut |_| {})).await;
-    guard.disarm();
-    let r = r?;
-    Ok(Json(json!({
-        "id": id,
-        "object": "chat.completion",
-        "created": created,
-        "model": model,
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": r.text},
-            "finish_reason": r.finish_reason,
-        }],
-        "usage": {
-            "prompt_tokens": r.prompt_tokens,
-            "completion_tokens": r.completion_tokens,
-            "total_tokens": r.prompt_tokens + r.completion_tokens,
-        },
-    }))
-    .into_response())
-}
-
-async fn embeddings(State(app): State<App>, body: Result<Bytes, BytesRejection>) -> Reply {
-    let body = json_body(body, true)?.unwrap_or_default();
-    let name = app.svc.embedder.name.clone();
-    if let Some(m) = body.get("model").and_then(Value::as_str) {
-        if m != name {
-            return Err(ApiError::not_found(format!(
-                "model {m:?} is not an embedding model here; use {name:?} (GET /v1/models)"
-            ))
-            .into());
+            fields.insert("forensics".into(), json!({}));
+            assert!(
+                ServiceRequest::from_json(Value::Object(fields)).is_ok(),
+                "{path} -> {op}"
+            );
         }
     }
-    let texts: Vec<String> = match &body["input"] {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(a) if !a.is_empty() && a.iter().all(Value::is_string) => a
-            .iter()
-            .map(|v| v.as_str().unwrap_or_default().to_string())
-            .collect(),
-        _ => {
-            return Err(ApiError::bad_request(
-                "input must be a string or a non-empty array of strings (token arrays are not supported)",
-            )
-            .into())
-        }
-    };
-    // The Python client asks for base64 (little-endian f32) by default.
-    let base64 = match body["encoding_format"].as_str() {
-        None | Some("float") => false,
-        Some("base64") => true,
-        Some(f) => {
-            return Err(ApiError::bad_request(format!(
-                "encoding_format {f:?}: use float or base64"
-            ))
-            .into())
-        }
-    };
-    let svc = app.svc.clone();
-    let counted = texts.clone();
-    let (vectors, tokens) = blocking(move || {
-        let v = svc.embeddings(&texts)?;
-        let tok = svc.embedder.counting_tokenizer();
-        let n: usize = counted
-            .iter()
-            .map(|t| tok.encode(t.as_str(), true).map(|e| e.len()).unwrap_or(0))
-            .sum();
-        Ok((v, n))
-    })
-    .await?;
-    let data: Vec<Value> = vectors
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let embedding = if base64 {
-                use base64::Engine;
-                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-                json!(base64::engine::general_purpose::STANDARD.encode(bytes))
-            } else {
-                json!(v)
-            };
-            json!({"object": "embedding", "index": i, "embedding": embedding})
-        })
-        .collect();
-    Ok(Json(json!({
-        "object": "list",
-        "data": data,
-        "model": name,
-        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-    }))
-    .into_response())
+
+    #[test]
+    fn service_errors_map_to_statuses_once() {
+        let f = Failure::from(ServiceError::Overloaded { ahead: 5 });
+        assert_eq!(f.status, StatusCode::SERVICE_UNAVAILABLE);
+        let f = Failure::from(ServiceError::Incomplete("x".into()));
+        assert_eq!(
+            (f.status, f.code),
+            (StatusCode::BAD_REQUEST, Some("incomplete"))
+        );
+        let f = Failure::from(ServiceError::NotFound("x".into()));
+        assert_eq!(f.status, StatusCode::NOT_FOUND);
+        let f = Failure::from(ServiceError::Internal(anyhow::anyhow!("boom")));
+        assert_eq!(f.status, StatusCode::INTERNAL_SERVER_ERROR);
+    }
 }

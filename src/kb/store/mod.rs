@@ -119,6 +119,25 @@ pub struct ChunkRecord {
     pub text: String,
 }
 
+/// How much a store holds.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Counts {
+    pub documents: usize,
+    pub sections: usize,
+    pub chunks: usize,
+}
+
+/// A chunk as listed for inspection (tests, benchmarks).
+#[derive(Debug, Clone)]
+pub struct ChunkListing {
+    pub file: String,
+    pub kind: String,
+    pub chunk_id: String,
+    pub page: Option<u32>,
+    pub heading: String,
+    pub text: String,
+}
+
 /// What `check` found (and repaired, for orphan vectors).
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Consistency {
@@ -132,8 +151,8 @@ pub struct Consistency {
 
 pub struct Store {
     dir: PathBuf,
-    pub conn: Connection,
-    pub index: Index,
+    conn: Connection,
+    index: Index,
     dim: usize,
     /// Vectors changed since the index file was last written.
     dirty: bool,
@@ -157,6 +176,10 @@ fn index_options(dim: usize) -> IndexOptions {
 pub fn embed_text(section_path: &[String], text: &str) -> String {
     format!("{}\n{}", section_path.join(" > "), text)
 }
+
+mod queries;
+
+pub use queries::fts_query;
 
 impl Store {
     /// Opens (creating if needed) the store in `dir` for vectors of `dim` dimensions.
@@ -463,196 +486,6 @@ impl Store {
             orphan_vectors_removed: removed,
         })
     }
-
-    /// The text to embed for each of `keys` (used to repair missing vectors).
-    pub fn embed_texts(&self, keys: &[u64]) -> Result<Vec<String>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT s.path, c.text FROM chunks c JOIN sections s ON s.id = c.section_id WHERE c.id = ?1",
-        )?;
-        keys.iter()
-            .map(|k| {
-                let (path, text): (String, String) =
-                    stmt.query_row(params![*k as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
-                let path: Vec<String> = serde_json::from_str(&path)?;
-                Ok(embed_text(&path, &text))
-            })
-            .collect()
-    }
-
-    pub fn chunk(&self, key: u64) -> Result<Option<ChunkRecord>> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT c.id, c.chunk_id, d.path, d.kind, s.heading, s.path, s.anchor, c.page, c.text
-                 FROM chunks c JOIN sections s ON s.id = c.section_id JOIN documents d ON d.id = c.doc_id
-                 WHERE c.id = ?1",
-                params![key as i64],
-                |r| {
-                    let path: String = r.get(5)?;
-                    Ok(ChunkRecord {
-                        key: r.get::<_, i64>(0)? as u64,
-                        chunk_id: r.get(1)?,
-                        file: r.get(2)?,
-                        kind: r.get(3)?,
-                        heading: r.get(4)?,
-                        section_path: serde_json::from_str(&path).unwrap_or_default(),
-                        anchor: r.get(6)?,
-                        page: r.get::<_, Option<i64>>(7)?.map(|p| p as u32),
-                        text: r.get(8)?,
-                    })
-                },
-            )
-            .optional()?)
-    }
-
-    /// BM25 over chunk text and heading path; best first. Returns (key, bm25) where lower
-    /// bm25 is better, as FTS5 reports it.
-    pub fn bm25(&self, query: &str, k: usize) -> Result<Vec<(u64, f64)>> {
-        let Some(expr) = fts_query(query) else {
-            return Ok(Vec::new());
-        };
-        let mut stmt = self.conn.prepare(
-            "SELECT rowid, bm25(chunks_fts, 1.0, 2.0) AS score FROM chunks_fts
-             WHERE chunks_fts MATCH ?1 ORDER BY score LIMIT ?2",
-        )?;
-        let rows = stmt.query_map(params![expr, k as i64], |r| {
-            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, f64>(1)?))
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// Nearest chunks by cosine; (key, cosine), best first.
-    pub fn dense(&self, query: &[f32], k: usize) -> Result<Vec<(u64, f32)>> {
-        if self.index.size() == 0 {
-            return Ok(Vec::new());
-        }
-        let m = self
-            .index
-            .search(query, k)
-            .map_err(|e| anyhow!("usearch search: {e}"))?;
-        Ok(m.keys
-            .into_iter()
-            .zip(m.distances)
-            .map(|(key, d)| (key, 1.0 - d))
-            .collect())
-    }
-
-    /// The stored vector of a chunk (f16 in the index, widened).
-    pub fn vector(&self, key: u64) -> Option<Vec<f32>> {
-        let mut buf = vec![0f32; self.dim];
-        match self.index.get(key, &mut buf) {
-            Ok(n) if n > 0 => Some(buf),
-            _ => None,
-        }
-    }
-
-    /// The full text of the section a chunk belongs to.
-    pub fn section_text_of(&self, key: u64) -> Result<String> {
-        Ok(self.conn.query_row(
-            "SELECT s.text FROM chunks c JOIN sections s ON s.id = c.section_id WHERE c.id = ?1",
-            params![key as i64],
-            |r| r.get(0),
-        )?)
-    }
-
-    /// Whether any chunk contains `word` (after FTS5's own tokenizing and stemming).
-    pub fn term_known(&self, word: &str) -> Result<bool> {
-        let Some(q) = fts_query(word) else {
-            return Ok(true);
-        };
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?1 LIMIT 1",
-                params![q],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_some())
-    }
-
-    /// Whether `file` has a section headed `heading` (exactly as written).
-    pub fn section_exists(&self, file: &str, heading: &str) -> Result<bool> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT 1 FROM sections s JOIN documents d ON d.id = s.doc_id WHERE d.path = ?1 AND s.heading = ?2 LIMIT 1",
-                params![file, heading],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_some())
-    }
-
-    /// Headings of the sections around `heading` in `file`: its siblings (same parent),
-    /// its children, and its parent, in document order.
-    pub fn neighbour_headings(&self, file: &str, path: &[String]) -> Result<Vec<String>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT s.path FROM sections s JOIN documents d ON d.id = s.doc_id WHERE d.path = ?1 ORDER BY s.ord",
-        )?;
-        let paths: Vec<Vec<String>> = stmt
-            .query_map(params![file], |r| r.get::<_, String>(0))?
-            .filter_map(|p| p.ok().and_then(|p| serde_json::from_str(&p).ok()))
-            .collect();
-        let parent = &path[..path.len().saturating_sub(1)];
-        let mut out: Vec<String> = Vec::new();
-        for p in paths {
-            let Some(last) = p.last() else { continue };
-            let sibling = p.len() == path.len() && p[..p.len() - 1] == *parent;
-            let child = p.len() == path.len() + 1 && p[..path.len()] == *path;
-            let is_parent = !parent.is_empty() && p == parent;
-            if (sibling || child || is_parent) && p != path && !out.contains(last) {
-                out.push(last.clone());
-            }
-        }
-        Ok(out)
-    }
-
-    /// Every document, ordered by path: (path, kind, title, chunks).
-    pub fn list_documents(&self) -> Result<Vec<DocSummary>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT d.path, d.kind, d.title, (SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.id)
-             FROM documents d ORDER BY d.path, d.root",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(DocSummary {
-                path: r.get(0)?,
-                kind: r.get(1)?,
-                title: r.get(2)?,
-                chunks: r.get::<_, i64>(3)? as usize,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// A document's sections in reading order, by its path (the first root that has it).
-    pub fn document_sections(&self, path: &str) -> Result<Option<(DocSummary, Vec<SectionRow>)>> {
-        let Some(doc) = self.list_documents()?.into_iter().find(|d| d.path == path) else {
-            return Ok(None);
-        };
-        let mut stmt = self.conn.prepare(
-            "SELECT s.level, s.heading, s.anchor, s.page, s.text FROM sections s
-             WHERE s.doc_id = (SELECT id FROM documents WHERE path = ?1 ORDER BY root LIMIT 1)
-             ORDER BY s.ord",
-        )?;
-        let rows = stmt.query_map(params![path], |r| {
-            Ok(SectionRow {
-                level: r.get::<_, i64>(0)? as u32,
-                heading: r.get(1)?,
-                anchor: r.get(2)?,
-                page: r.get::<_, Option<i64>>(3)?.map(|p| p as u32),
-                text: r.get(4)?,
-            })
-        })?;
-        Ok(Some((doc, rows.collect::<rusqlite::Result<_>>()?)))
-    }
-
-    pub fn count(&self, table: &str) -> Result<usize> {
-        let n: i64 = self
-            .conn
-            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))?;
-        Ok(n as usize)
-    }
 }
 
 fn doc_record(r: &rusqlite::Row) -> rusqlite::Result<DocRecord> {
@@ -664,42 +497,4 @@ fn doc_record(r: &rusqlite::Row) -> rusqlite::Result<DocRecord> {
         mtime_ns: r.get(4)?,
         size: r.get(5)?,
     })
-}
-
-/// Words too common to help BM25 (and that FTS5 would otherwise require or rank).
-const STOPWORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
-    "i", "if", "in", "is", "it", "me", "my", "of", "on", "or", "our", "should", "so", "that",
-    "the", "there", "this", "to", "was", "we", "what", "when", "where", "which", "who", "why",
-    "will", "with", "you", "your",
-];
-
-/// An FTS5 query from free text: every meaningful word, quoted (so FTS5 syntax in the
-/// user's words cannot break the query), OR-ed together; BM25 ranks by how many match.
-pub fn fts_query(text: &str) -> Option<String> {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
-        .map(|w| w.to_lowercase())
-        .filter(|w| !w.is_empty() && !STOPWORDS.contains(&w.as_str()))
-        .map(|w| format!("\"{w}\""))
-        .collect();
-    (!words.is_empty()).then(|| words.join(" OR "))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fts_query_quotes_words_and_drops_stopwords() {
-        assert_eq!(
-            fts_query("How do I roll back a \"deployment\"?").unwrap(),
-            "\"roll\" OR \"back\" OR \"deployment\""
-        );
-        assert_eq!(fts_query("the of ???"), None);
-        assert_eq!(
-            fts_query("NEAR(x y) AND -z").unwrap(),
-            "\"near\" OR \"x\" OR \"y\" OR \"z\""
-        );
-    }
 }

@@ -1,4 +1,4 @@
-//! `navigate_to_section` (seeds/section-navigation-protocol.md): the tool's enums are the
+//! The section tool, `navigate_to_section` (seeds/section-navigation-protocol.md): the tool's enums are the
 //! KB's real heading tree ("dynamic enums"). Top-level sections are each document's top
 //! headings (its H1 or title), subsections their children, deeper headings a `path`.
 //!
@@ -13,11 +13,14 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::constrain::validate::SchemaValidator;
 use crate::kb::search::{search, SearchMode};
 use crate::kb::KnowledgeBase;
 use crate::llm::Llm;
+use crate::schemas::{self, SchemaId};
 
-use super::{llm_object, AskReport};
+use super::shared::llm_object;
+use super::{Pending, Report, Step};
 
 /// Normalised score of the best retrieved passage above which navigation follows it
 /// without the LLM (measured with `sextant bench agents`, README).
@@ -44,16 +47,8 @@ pub struct HeadingTree {
 
 impl HeadingTree {
     pub fn load(kb: &KnowledgeBase) -> Result<HeadingTree> {
-        let mut stmt = kb.store.conn.prepare(
-            "SELECT d.path, s.path, s.anchor FROM sections s JOIN documents d ON d.id = s.doc_id
-             ORDER BY d.path, s.ord",
-        )?;
-        let rows: Vec<(String, String, String)> = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            .collect::<rusqlite::Result<_>>()?;
         let mut tree = HeadingTree::default();
-        for (file, path, anchor) in rows {
-            let path: Vec<String> = serde_json::from_str(&path).unwrap_or_default();
+        for (file, path, anchor) in kb.store.heading_paths()? {
             let node = Node {
                 file: file.clone(),
                 anchor,
@@ -185,6 +180,18 @@ impl HeadingTree {
 pub struct Navigation {
     pub call: Value,
     pub target: Node,
+    pub decided_by: NavigatedBy,
+}
+
+/// Which step chose the section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NavigatedBy {
+    /// A heading named in the question.
+    FastPath,
+    /// A retrieved passage that clearly matches.
+    Retrieval,
+    Llm,
 }
 
 /// Normalises for fuzzy matching: lowercase letters and digits, single spaces.
@@ -248,87 +255,134 @@ pub fn fuzzy_match(tree: &HeadingTree, question: &str) -> Option<(String, Option
     best.map(|(_, s, sub)| (s, sub))
 }
 
-/// Routes a question to a section: fast path, else the LLM over the sections of the
-/// retrieved documents.
+/// The model's part of navigation: the tree and the candidate sections it may choose.
+pub struct PendingNavigation {
+    tree: HeadingTree,
+    candidates: Vec<String>,
+    question: String,
+    report: Report,
+}
+
+/// Routes by rules where they decide (a heading named in the question; a retrieved
+/// passage that clearly matches); else leaves the choice among the retrieved documents'
+/// sections to the model.
+pub fn prepare(
+    kb: &KnowledgeBase,
+    question: &str,
+) -> Result<Step<(Navigation, Report), PendingNavigation>> {
+    let tree = HeadingTree::load(kb)?;
+    if tree.sections.is_empty() {
+        bail!("the knowledge base has no headings to navigate to; add documents with `sextant ingest`");
+    }
+    let mut report = Report {
+        mode: "navigate".into(),
+        ..Default::default()
+    };
+    if let Some((section, subsection)) = fuzzy_match(&tree, question) {
+        report.decision = "fast path: a heading is named in the question".into();
+        return land(
+            &tree,
+            &section,
+            subsection,
+            &[],
+            NavigatedBy::FastPath,
+            report,
+        )
+        .map(Step::Done);
+    }
+    let hits = search(kb, question, 5, SearchMode::Hybrid)?;
+    // A retrieved passage that matches closely names its own section: route there
+    // without the LLM (it chooses less well than retrieval on a clear match).
+    let direct = hits.first().filter(|h| {
+        h.score >= RETRIEVAL_ROUTE_MIN
+            && tree
+                .sections
+                .iter()
+                .any(|(n, node, _)| Some(n) == h.section_path.first() && node.file == h.file)
+    });
+    if let Some(h) = direct {
+        report.decision = format!(
+            "retrieval: the best passage ({} § {}, score {:.2}) is a clear match",
+            h.file, h.section, h.score
+        );
+        let deeper = &h.section_path[2.min(h.section_path.len())..];
+        let sub = h.section_path.get(1).cloned();
+        return land(
+            &tree,
+            &h.section_path[0],
+            sub,
+            deeper,
+            NavigatedBy::Retrieval,
+            report,
+        )
+        .map(Step::Done);
+    }
+    // Candidates: the top-level sections of the documents retrieval finds.
+    let mut candidates: Vec<String> = Vec::new();
+    for h in &hits {
+        if let Some(top) = h.section_path.first() {
+            if tree.sections.iter().any(|(n, _, _)| n == top) && !candidates.contains(top) {
+                candidates.push(top.clone());
+            }
+        }
+    }
+    if candidates.is_empty() {
+        candidates = tree.sections.iter().map(|(n, _, _)| n.clone()).collect();
+    }
+    report.decision = format!("LLM over {} candidate sections", candidates.len());
+    Ok(Step::NeedsLlm(PendingNavigation {
+        tree,
+        candidates,
+        question: question.to_string(),
+        report,
+    }))
+}
+
+impl Pending for PendingNavigation {
+    type Output = (Navigation, Report);
+
+    fn finish(self, llm: &mut Llm) -> Result<(Navigation, Report)> {
+        let PendingNavigation {
+            tree,
+            candidates,
+            question,
+            mut report,
+        } = self;
+        let schema = tree.decoder_schema(&candidates);
+        let desc = tree.tool_definition()["function"]["description"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let user =
+            format!("{desc}\n\nUser: {question}\nChoose the section (and subsection) to open.");
+        let v = llm_object(llm, SYSTEM, &user, schema, &mut report)?;
+        let section = v["section"].as_str().unwrap_or_default();
+        let subsection = v["subsection"].as_str().map(str::to_string);
+        land(&tree, section, subsection, &[], NavigatedBy::Llm, report)
+    }
+}
+
+/// Both steps at once, for callers that hold the model already (tests, benchmarks).
 pub fn navigate(
     kb: &KnowledgeBase,
     llm: Option<&mut Llm>,
     question: &str,
-) -> Result<(Navigation, AskReport)> {
-    let tree = HeadingTree::load(kb)?;
-    if tree.sections.is_empty() {
-        bail!("the knowledge base has no headings to navigate to");
-    }
-    let mut report = AskReport {
-        mode: "navigate".into(),
-        ..Default::default()
-    };
-    let (section, subsection) = match fuzzy_match(&tree, question) {
-        Some(m) => {
-            report.decision = "fast path: a heading is named in the question".into();
-            m
-        }
-        None => {
-            let hits = search(kb, question, 5, SearchMode::Hybrid)?;
-            // A retrieved passage that matches closely names its own section: route there
-            // without the LLM (it chooses less well than retrieval on a clear match).
-            let direct = hits.first().filter(|h| {
-                h.score >= RETRIEVAL_ROUTE_MIN
-                    && tree.sections.iter().any(|(n, node, _)| {
-                        Some(n) == h.section_path.first() && node.file == h.file
-                    })
-            });
-            if let Some(h) = direct {
-                report.decision = format!(
-                    "retrieval: the best passage ({} § {}, score {:.2}) is a clear match",
-                    h.file, h.section, h.score
-                );
-                let section = h.section_path[0].clone();
-                let sub = h.section_path.get(1).cloned();
-                let deeper = &h.section_path[2.min(h.section_path.len())..];
-                let (target, _) = tree
-                    .resolve(&section, sub.as_deref(), deeper)
-                    .ok_or_else(|| anyhow::anyhow!("section {section:?} is not in the tree"))?;
-                return Ok((
-                    Navigation {
-                        call: tool_call(&section, sub.as_deref(), deeper),
-                        target,
-                    },
-                    report,
-                ));
-            }
-            let Some(llm) = llm else {
-                bail!("no heading matches and no LLM is loaded")
-            };
-            // Candidates: the top-level sections of the documents retrieval finds.
-            let mut names: Vec<String> = Vec::new();
-            for h in &hits {
-                if let Some(top) = h.section_path.first() {
-                    if tree.sections.iter().any(|(n, _, _)| n == top) && !names.contains(top) {
-                        names.push(top.clone());
-                    }
-                }
-            }
-            if names.is_empty() {
-                names = tree.sections.iter().map(|(n, _, _)| n.clone()).collect();
-            }
-            report.decision = format!("LLM over {} candidate sections", names.len());
-            let schema = tree.decoder_schema(&names);
-            let desc = tree.tool_definition()["function"]["description"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            let user =
-                format!("{desc}\n\nUser: {question}\nChoose the section (and subsection) to open.");
-            let v = llm_object(llm, SYSTEM, &user, schema, &mut report)?;
-            (
-                v["section"].as_str().unwrap_or_default().to_string(),
-                v["subsection"].as_str().map(str::to_string),
-            )
-        }
-    };
+) -> Result<(Navigation, Report)> {
+    prepare(kb, question)?.complete(llm)
+}
+
+/// Where a chosen section lands (the parent when the subsection does not exist), and the
+/// tool call, validated against the seed's schema and this KB's tool definition.
+fn land(
+    tree: &HeadingTree,
+    section: &str,
+    subsection: Option<String>,
+    path: &[String],
+    decided_by: NavigatedBy,
+    mut report: Report,
+) -> Result<(Navigation, Report)> {
     let (target, fell_back) = tree
-        .resolve(&section, subsection.as_deref(), &[])
+        .resolve(section, subsection.as_deref(), path)
         .ok_or_else(|| anyhow::anyhow!("section {section:?} is not in the knowledge base"))?;
     if fell_back {
         report.notes.push(format!(
@@ -336,10 +390,15 @@ pub fn navigate(
         ));
     }
     let subsection = subsection.filter(|_| !fell_back);
+    let call = tool_call(section, subsection.as_deref(), path);
+    schemas::validate(SchemaId::NavigateToSection, &call["arguments"])?;
+    let parameters = tree.tool_definition()["function"]["parameters"].clone();
+    SchemaValidator::new(&parameters)?.validate(&call["arguments"])?;
     Ok((
         Navigation {
-            call: tool_call(&section, subsection.as_deref(), &[]),
+            call,
             target,
+            decided_by,
         },
         report,
     ))

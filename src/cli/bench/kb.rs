@@ -1,0 +1,247 @@
+//! `sextant bench kb`: embedding and ingest speed, index size, search latency at scale.
+
+use std::time::Instant;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::{dir_mb, peak_rss_mb, percentile};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct KbBenchArgs {
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Synthetic index sizes for the search-latency figures.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![10_000usize, 100_000])]
+    pub scale: Vec<usize>,
+    /// Queries per latency figure.
+    #[arg(long, default_value_t = 200)]
+    pub queries: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ScaleReport {
+    pub chunks: usize,
+    pub build_s: f64,
+    pub vectors_added_per_s: f64,
+    pub index_mb: f64,
+    pub db_mb: f64,
+    pub dense_ms_p50: f64,
+    pub dense_ms_p99: f64,
+    pub bm25_ms_p50: f64,
+    pub bm25_ms_p99: f64,
+    pub hybrid_ms_p50: f64,
+    pub hybrid_ms_p99: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct KbBenchReport {
+    pub threads: usize,
+    pub embed_sentences_per_s: f64,
+    pub embed_mean_tokens: f64,
+    pub ingest_files: usize,
+    pub ingest_chunks: usize,
+    pub ingest_chunks_per_s: f64,
+    pub sample_kb_mb: f64,
+    pub scale: Vec<ScaleReport>,
+    pub peak_rss_mb: f64,
+}
+
+/// `sextant bench kb`: embedding and ingest speed on the sample KB, then search latency
+/// over synthetic indexes of the given sizes (chunk texts recombined from the sample KB's
+/// words, vectors = real chunk vectors plus noise, so both retrievers see realistic data).
+pub fn run_kb(
+    embedding_model: &sextant::models::VerifiedModel,
+    sample_kb: &std::path::Path,
+    args: &KbBenchArgs,
+) -> Result<()> {
+    use rand::{Rng, SeedableRng};
+    use sextant::embed::Embedder;
+    use sextant::kb::ingest::{ingest, IngestOptions};
+    use sextant::kb::parse::{DocKind, Section};
+    use sextant::kb::search::{search, SearchMode};
+    use sextant::kb::store::NewChunk;
+    use sextant::kb::KnowledgeBase;
+    use std::sync::Arc;
+
+    let embedder = Arc::new(Embedder::load(embedding_model)?);
+    // Ingest the sample KB end to end.
+    let tmp = tempfile::tempdir()?;
+    let mut kb = KnowledgeBase::open(tmp.path(), embedder.clone())?;
+    let report = ingest(
+        &mut kb,
+        &[sample_kb.to_path_buf()],
+        &IngestOptions::default(),
+        &mut |_| {},
+    )?;
+    let sample_kb_mb = dir_mb(tmp.path(), sextant::kb::store::DB_FILE)
+        + dir_mb(tmp.path(), sextant::kb::store::INDEX_FILE);
+
+    // Embedding throughput on the sample KB's chunk texts.
+    let texts: Vec<String> = kb
+        .store
+        .chunk_listing()?
+        .into_iter()
+        .map(|c| c.text)
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let tok = embedder.counting_tokenizer();
+    let mean_tokens = refs
+        .iter()
+        .map(|t| tok.encode(*t, true).map(|e| e.len()).unwrap_or(0))
+        .sum::<usize>() as f64
+        / refs.len().max(1) as f64;
+    let t = Instant::now();
+    let base_vectors = embedder.embed(&refs)?;
+    let embed_rate = refs.len() as f64 / t.elapsed().as_secs_f64();
+
+    let questions: Vec<String> = vec![
+        "how do I roll back a deployment",
+        "renew the TLS certificate",
+        "pods stuck in CrashLoopBackOff",
+        "restore the database from a backup",
+        "which alerts page the on-call engineer",
+        "scale the worker fleet",
+        "rotate a leaked secret",
+        "configure the log level",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    let words: Vec<&str> = texts.iter().flat_map(|t| t.split_whitespace()).collect();
+
+    let mut scale = Vec::new();
+    for &n in &args.scale {
+        let dir = tempfile::tempdir()?;
+        let mut kb = KnowledgeBase::open(dir.path(), embedder.clone())?;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(n as u64);
+        let start = Instant::now();
+        let per_doc = 500;
+        let mut add_secs = 0.0;
+        for d in 0..n.div_ceil(per_doc) {
+            let count = per_doc.min(n - d * per_doc);
+            let sections = vec![Section {
+                heading: format!("Synthetic {d}"),
+                path: vec![format!("Synthetic {d}")],
+                level: 1,
+                anchor: format!("synthetic-{d}"),
+                page: None,
+                text: String::new(),
+            }];
+            let chunks: Vec<NewChunk> = (0..count)
+                .map(|i| {
+                    let len = rng.random_range(40..120);
+                    let text: Vec<&str> = (0..len)
+                        .map(|_| words[rng.random_range(0..words.len())])
+                        .collect();
+                    NewChunk {
+                        section: 0,
+                        chunk_id: format!("synthetic-{d}_chunk_{i}"),
+                        page: None,
+                        start: 0,
+                        end: 0,
+                        text: text.join(" "),
+                    }
+                })
+                .collect();
+            let keys = kb.store.replace_document(
+                "/synthetic",
+                &format!("doc{d}.md"),
+                DocKind::Markdown,
+                "synthetic",
+                "0",
+                0,
+                0,
+                &sections,
+                &chunks,
+            )?;
+            let vectors: Vec<Vec<f32>> = (0..count)
+                .map(|_| {
+                    let base = &base_vectors[rng.random_range(0..base_vectors.len())];
+                    let mut v: Vec<f32> = base
+                        .iter()
+                        .map(|x| x + rng.random_range(-0.05..0.05))
+                        .collect();
+                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                    v.iter_mut().for_each(|x| *x /= norm);
+                    v
+                })
+                .collect();
+            let t = Instant::now();
+            kb.store.add_vectors(&keys, &vectors)?;
+            add_secs += t.elapsed().as_secs_f64();
+        }
+        kb.store.save_index()?;
+        let build_s = start.elapsed().as_secs_f64();
+        let lat = |mode: SearchMode| -> Result<(f64, f64)> {
+            let mut ms = Vec::new();
+            for i in 0..args.queries {
+                let q = &questions[i % questions.len()];
+                let t = Instant::now();
+                search(&kb, q, 5, mode)?;
+                ms.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            Ok((percentile(ms.clone(), 0.5), percentile(ms, 0.99)))
+        };
+        let (d50, d99) = lat(SearchMode::Dense)?;
+        let (b50, b99) = lat(SearchMode::Bm25)?;
+        let (h50, h99) = lat(SearchMode::Hybrid)?;
+        scale.push(ScaleReport {
+            chunks: n,
+            build_s,
+            vectors_added_per_s: n as f64 / add_secs.max(1e-9),
+            index_mb: dir_mb(dir.path(), sextant::kb::store::INDEX_FILE),
+            db_mb: dir_mb(dir.path(), sextant::kb::store::DB_FILE),
+            dense_ms_p50: d50,
+            dense_ms_p99: d99,
+            bm25_ms_p50: b50,
+            bm25_ms_p99: b99,
+            hybrid_ms_p50: h50,
+            hybrid_ms_p99: h99,
+        });
+    }
+    let r = KbBenchReport {
+        threads: sextant::llm::threads(),
+        embed_sentences_per_s: embed_rate,
+        embed_mean_tokens: mean_tokens,
+        ingest_files: report.added.len(),
+        ingest_chunks: report.chunks_embedded,
+        ingest_chunks_per_s: report.chunks_embedded as f64 / report.seconds.max(1e-9),
+        sample_kb_mb,
+        scale,
+        peak_rss_mb: peak_rss_mb(),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(());
+    }
+    println!("threads {}", r.threads);
+    println!(
+        "embedding: {:.1} chunks/s (mean {:.0} tokens)",
+        r.embed_sentences_per_s, r.embed_mean_tokens
+    );
+    println!(
+        "ingest of the sample KB: {} files, {} chunks, {:.1} chunks/s end to end, {:.2} MB on disk",
+        r.ingest_files, r.ingest_chunks, r.ingest_chunks_per_s, r.sample_kb_mb
+    );
+    for s in &r.scale {
+        println!(
+            "{:>7} chunks: built in {:.1} s ({:.0} vectors/s added), index {:.1} MB, db {:.1} MB; \
+             search p50/p99 ms: dense {:.2}/{:.2}, bm25 {:.2}/{:.2}, hybrid {:.2}/{:.2}",
+            s.chunks,
+            s.build_s,
+            s.vectors_added_per_s,
+            s.index_mb,
+            s.db_mb,
+            s.dense_ms_p50,
+            s.dense_ms_p99,
+            s.bm25_ms_p50,
+            s.bm25_ms_p99,
+            s.hybrid_ms_p50,
+            s.hybrid_ms_p99
+        );
+    }
+    println!("peak memory: {:.0} MB", r.peak_rss_mb);
+    Ok(())
+}

@@ -1,0 +1,115 @@
+//! `sextant bench …`: figures, not pass/fail. Each benchmark measures through the library's
+//! public API and prints here; nothing in the library prints.
+
+mod agents;
+mod ask;
+mod generate;
+mod kb;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Subcommand;
+
+use sextant::models::Role;
+
+use super::{Ctx, KbArg};
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Load time, prompt and generation speed, grammar overhead, completion rate.
+    Generate(generate::BenchArgs),
+    /// Latency and answer quality of `ask` in each format and mode on a KB.
+    Ask {
+        #[command(flatten)]
+        kb: KbArg,
+        #[command(flatten)]
+        args: ask::AskBenchArgs,
+    },
+    /// Interview turn latency at turn 10, with and without KV-cache reuse.
+    Interview,
+    /// Latency and LLM share of navigate_to_section and the routing navigator (and the
+    /// interview figures).
+    Agents {
+        #[command(flatten)]
+        kb: KbArg,
+        #[arg(long, default_value = "tests/fixtures/kb_questions.json")]
+        questions: PathBuf,
+        /// Flow file (default: the built-in example flow).
+        #[arg(long)]
+        flow: Option<PathBuf>,
+        #[arg(long, default_value = "examples/forensics.json")]
+        forensics: PathBuf,
+    },
+    /// Embedding and ingest speed, index size, search latency at 10k and 100k chunks.
+    Kb {
+        #[command(flatten)]
+        args: kb::KbBenchArgs,
+        /// Folder to ingest for the ingest figures.
+        #[arg(long, default_value = "examples/kb")]
+        sample: PathBuf,
+    },
+}
+
+pub fn run(ctx: &Ctx, command: BenchCommand) -> Result<()> {
+    match command {
+        BenchCommand::Generate(args) => generate::run_generate(&ctx.llm_model()?, &args),
+        BenchCommand::Ask { kb, args } => {
+            let kb = ctx.open_kb(&kb)?;
+            ask::run_ask(&kb, &mut ctx.load_llm()?, &args)
+        }
+        BenchCommand::Interview => agents::run_interview(&mut ctx.load_llm()?),
+        BenchCommand::Agents {
+            kb,
+            questions,
+            flow,
+            forensics,
+        } => {
+            let kb = ctx.open_kb(&kb)?;
+            agents::run_agents(
+                &kb,
+                &mut ctx.load_llm()?,
+                &questions,
+                flow.as_deref(),
+                &forensics,
+            )
+        }
+        BenchCommand::Kb { args, sample } => {
+            kb::run_kb(&ctx.store.resolve(Role::Embedding, None)?, &sample, &args)
+        }
+    }
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    if xs.is_empty() {
+        return 0.0;
+    }
+    xs[xs.len() / 2]
+}
+
+fn percentile(mut xs: Vec<f64>, p: f64) -> f64 {
+    xs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    xs.get(((xs.len() as f64 * p) as usize).min(xs.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or(0.0)
+}
+
+fn dir_mb(dir: &std::path::Path, name: &str) -> f64 {
+    std::fs::metadata(dir.join(name))
+        .map(|m| m.len())
+        .unwrap_or(0) as f64
+        / 1e6
+}
+
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}

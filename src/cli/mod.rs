@@ -1,0 +1,77 @@
+//! The CLI's commands, one file per command group. They parse, call the engine and print;
+//! decisions belong to the library.
+
+pub mod ask;
+pub mod bench;
+pub mod generate;
+pub mod ingest;
+pub mod interview;
+pub mod kb;
+pub mod models;
+pub mod route;
+pub mod serve;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Result;
+use clap::Args;
+
+use sextant::embed::Embedder;
+use sextant::kb::KnowledgeBase;
+use sextant::llm::{Llm, LoadOptions};
+use sextant::models::{ModelStore, Role, VerifiedModel};
+use sextant::protocols::{Pending, Step};
+
+/// What every command may need: the model store and the `--llm` choice.
+pub struct Ctx {
+    pub store: ModelStore,
+    pub llm_name: Option<String>,
+}
+
+impl Ctx {
+    pub fn new(models: Option<PathBuf>, llm_name: Option<String>) -> Ctx {
+        Ctx {
+            store: ModelStore::open(models),
+            llm_name,
+        }
+    }
+
+    /// The chosen LLM, verified, not loaded.
+    pub fn llm_model(&self) -> Result<VerifiedModel> {
+        Ok(self.store.resolve(Role::Llm, self.llm_name.as_deref())?)
+    }
+
+    /// Loads the chosen LLM (verified first).
+    pub fn load_llm(&self) -> Result<Llm> {
+        Llm::load(&self.llm_model()?, &LoadOptions::from_env()?)
+    }
+
+    /// The model's part of a protocol, when its rules left one: the LLM is loaded only
+    /// then.
+    pub fn finish<T, P: Pending<Output = T>>(&self, step: Step<T, P>) -> Result<T> {
+        match step {
+            Step::Done(t) => Ok(t),
+            Step::NeedsLlm(pending) => pending.finish(&mut self.load_llm()?),
+        }
+    }
+
+    pub fn open_kb(&self, arg: &KbArg) -> Result<KnowledgeBase> {
+        let model = self
+            .store
+            .resolve(Role::Embedding, arg.embedder.as_deref())?;
+        let embedder = Arc::new(Embedder::load(&model)?);
+        let dir = sextant::kb::resolve_dir(arg.kb.as_deref());
+        KnowledgeBase::open(&dir, embedder)
+    }
+}
+
+#[derive(Args)]
+pub struct KbArg {
+    /// Knowledge base: a folder path, or a name under <data dir>/sextant/kb (default: "default").
+    #[arg(long, value_name = "DIR|NAME")]
+    pub kb: Option<String>,
+    /// Embedding model, by name in the model store (default: the embedded MiniLM).
+    #[arg(long, value_name = "NAME")]
+    pub embedder: Option<String>,
+}

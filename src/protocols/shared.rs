@@ -1,0 +1,81 @@
+//! Steps the protocols share: retrieval with its report, the one call into the model,
+//! and the grounded answer arm (the model picks evidence sentences) of both formats.
+
+use anyhow::Result;
+use serde_json::{json, Value};
+
+use super::evidence::{Evidence, Sentence};
+use super::grounded::{answer_pattern, candidates, evidence_listing, CANDIDATES, MAX_SENTENCES};
+use super::{AnswerMode, Report};
+use crate::kb::KnowledgeBase;
+use crate::llm::chat_template::Message;
+use crate::llm::Llm;
+use crate::structured::{generate_structured, OutputSpec, StructuredRequest};
+
+/// Retrieval for one question, with the report's retrieval figures filled in.
+pub(crate) fn gather(
+    kb: &KnowledgeBase,
+    question: &str,
+    k: usize,
+    mode: AnswerMode,
+) -> Result<(Evidence, Report)> {
+    let t = std::time::Instant::now();
+    let ev = Evidence::gather(kb, question, k)?;
+    let report = Report {
+        mode: format!("{mode:?}").to_lowercase(),
+        retrieval_ms: t.elapsed().as_secs_f64() * 1e3,
+        best_score: ev.best_score,
+        domain_score: ev.domain_score,
+        hits: ev.hits.clone(),
+        ..Default::default()
+    };
+    Ok((ev, report))
+}
+
+/// Runs the LLM under `schema` and returns the object (parsed and validated by
+/// `generate_structured`). Every protocol's model step goes through here.
+pub(crate) fn llm_object(
+    llm: &mut Llm,
+    system: &str,
+    user: &str,
+    schema: Value,
+    report: &mut Report,
+) -> Result<Value> {
+    let mut req = StructuredRequest::new(
+        vec![Message::new("system", system), Message::new("user", user)],
+        OutputSpec::JsonSchema(schema.clone()),
+    );
+    req.max_tokens = 512;
+    let out = generate_structured(llm, &req, &mut |_| {})?;
+    report.prompt_ms += out.generation.prompt_ms;
+    report.generation_ms += out.generation.generate_ms;
+    report.decoder_schema = Some(schema);
+    Ok(out.value.expect("schema output has a value"))
+}
+
+/// The grounded answer: the model copies up to `MAX_SENTENCES` candidate sentences, in
+/// its order, into `field`; the pattern admits nothing else. Returns the answer and the
+/// candidates (whose hits are the citations).
+pub(crate) fn grounded_answer<'e>(
+    llm: &mut Llm,
+    ev: &'e Evidence,
+    field: &str,
+    system: &str,
+    report: &mut Report,
+) -> Result<(String, Vec<&'e Sentence>)> {
+    let cands = candidates(ev, CANDIDATES);
+    let schema = json!({
+        "type": "object", "additionalProperties": false, "required": [field],
+        "properties": {field: {"type": "string", "pattern": answer_pattern(&cands, MAX_SENTENCES)}}
+    });
+    let user = format!(
+        "Sentences from the documentation:\n{}\n\nQuestion: {}\n\
+         Answer with the sentence or sentences above that answer the question, most \
+         important first, copied exactly.",
+        evidence_listing(ev, &cands),
+        ev.question
+    );
+    let v = llm_object(llm, system, &user, schema, report)?;
+    let answer = v[field].as_str().unwrap_or_default().trim().to_string();
+    Ok((answer, cands))
+}

@@ -1,0 +1,437 @@
+//! The engine behind the shells that are not the CLI: the local HTTP server (`sextant
+//! serve`) and the desktop app both turn their input into a typed `Request` and hand it to
+//! `Service::handle`, so the UI gets the same JSON either way (docs/API.md). No HTTP or
+//! Tauri here: errors are `ServiceError`, which each shell maps once.
+//!
+//! One model of each kind is loaded once and shared. Protocols run in two steps: the rules
+//! (`prepare`) under the knowledge-base lock, then the model (`finish`) after the lock is
+//! released, so searches and library reads never wait behind a generation. Generation runs
+//! one at a time; a request that finds more than `QUEUE` others waiting is refused
+//! (`Overloaded`) rather than queued without bound.
+
+mod chat;
+mod document;
+mod error;
+mod request;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{json, Value};
+
+pub use chat::{CancelOnDrop, ChatRequest, ChatResult};
+pub use error::ServiceError;
+pub use request::{AskParams, Request};
+
+use crate::embed::Embedder;
+use crate::kb::ingest::{ingest, IngestEvent, IngestOptions};
+use crate::kb::search::{search, SearchMode};
+use crate::kb::KnowledgeBase;
+use crate::llm::Llm;
+use crate::protocols::interview::{Interview, InterviewOptions};
+use crate::protocols::routing::{self, Flow, ForensicSummary};
+use crate::protocols::{prepare_ask, section_tool, AskRequest, Pending, Step};
+
+/// Requests that may wait for the LLM while one runs.
+pub const QUEUE: usize = 4;
+
+/// What a service is started with.
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    pub kb_dir: PathBuf,
+    /// Flow used by routing requests that name none.
+    pub flow: Flow,
+    /// Where other flows are found by name (`<name>.toml` or `<name>.json`).
+    pub flows_dir: PathBuf,
+    pub run_base: PathBuf,
+    pub interviews_dir: PathBuf,
+}
+
+/// Where a service's knowledge base and models come from.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// A folder path or a name under the data dir (default: the default KB).
+    pub kb: Option<String>,
+    /// The LLM by name in the model store (default: the manifest's).
+    pub llm: Option<String>,
+    /// The embedding model by name (default: the manifest's; must match the KB's).
+    pub embedder: Option<String>,
+    /// The default flow file (default: the built-in example).
+    pub flow: Option<PathBuf>,
+    /// Where decision logs go (default: `<data dir>/sextant/runs`).
+    pub run_base: Option<PathBuf>,
+}
+
+pub struct Service {
+    pub config: ServiceConfig,
+    kb: Mutex<KnowledgeBase>,
+    llm: Mutex<Llm>,
+    llm_name: String,
+    pub embedder: Arc<Embedder>,
+    waiting: AtomicUsize,
+    /// Generations stopped because their client went away.
+    cancelled: AtomicUsize,
+    interviews: Mutex<HashMap<String, Interview>>,
+    /// The folder last ingested (the UI's "re-index").
+    last_ingested: Mutex<Option<PathBuf>>,
+}
+
+impl Service {
+    pub fn new(config: ServiceConfig, kb: KnowledgeBase, llm: Llm) -> Self {
+        let embedder = kb.embedder.clone();
+        Service {
+            config,
+            kb: Mutex::new(kb),
+            llm_name: llm.name.clone(),
+            llm: Mutex::new(llm),
+            embedder,
+            waiting: AtomicUsize::new(0),
+            cancelled: AtomicUsize::new(0),
+            interviews: Mutex::new(HashMap::new()),
+            last_ingested: Mutex::new(None),
+        }
+    }
+
+    /// Opens the KB and loads both models (verified) from `store`.
+    pub fn open(store: &crate::models::ModelStore, opts: &OpenOptions) -> anyhow::Result<Service> {
+        use crate::llm::LoadOptions;
+        use crate::models::Role;
+        let flow = match &opts.flow {
+            Some(path) => Flow::load(path)?,
+            None => Flow::example(),
+        };
+        let embedder = Arc::new(Embedder::load(
+            &store.resolve(Role::Embedding, opts.embedder.as_deref())?,
+        )?);
+        let kb_dir = crate::kb::resolve_dir(opts.kb.as_deref());
+        let kb = KnowledgeBase::open(&kb_dir, embedder)?;
+        let llm = Llm::load(
+            &store.resolve(Role::Llm, opts.llm.as_deref())?,
+            &LoadOptions::from_env()?,
+        )?;
+        let config = ServiceConfig {
+            interviews_dir: kb_dir.join("interviews"),
+            kb_dir,
+            flow,
+            flows_dir: crate::data_dir().join("flows"),
+            run_base: opts
+                .run_base
+                .clone()
+                .unwrap_or_else(|| crate::data_dir().join("runs")),
+        };
+        Ok(Service::new(config, kb, llm))
+    }
+
+    pub fn llm_name(&self) -> &str {
+        &self.llm_name
+    }
+
+    fn kb(&self) -> MutexGuard<'_, KnowledgeBase> {
+        self.kb.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` with the LLM, or refuses with `Overloaded` when too many requests wait.
+    pub fn with_llm<R>(
+        &self,
+        f: impl FnOnce(&mut Llm) -> Result<R, ServiceError>,
+    ) -> Result<R, ServiceError> {
+        let before = self.waiting.fetch_add(1, Ordering::SeqCst);
+        struct Leave<'a>(&'a AtomicUsize);
+        impl Drop for Leave<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        let _leave = Leave(&self.waiting);
+        if before > QUEUE {
+            return Err(ServiceError::Overloaded { ahead: before });
+        }
+        let mut llm = self.llm.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut llm)
+    }
+
+    /// The model's part of a protocol, if its rules left one (the KB is not held here).
+    fn finish<T, P: Pending<Output = T>>(&self, step: Step<T, P>) -> Result<T, ServiceError> {
+        match step {
+            Step::Done(t) => Ok(t),
+            Step::NeedsLlm(p) => self.with_llm(|llm| p.finish(llm).map_err(llm_error)),
+        }
+    }
+
+    /// Answers one request of docs/API.md (all but ingest, which streams progress).
+    pub fn handle(&self, req: Request) -> Result<Value, ServiceError> {
+        match req {
+            Request::Health => Ok(json!({
+                "ok": true,
+                "version": env!("CARGO_PKG_VERSION"),
+                "kb": self.config.kb_dir,
+                "llm": self.llm_name,
+                "embedder": self.embedder.name,
+                "cancelled_generations": self.cancelled.load(Ordering::Relaxed),
+            })),
+            Request::Kb => {
+                let mut kb = self.kb();
+                let stats = kb.stats()?;
+                let documents = kb.store.list_documents()?;
+                Ok(json!({"kb": self.config.kb_dir, "stats": stats, "documents": documents}))
+            }
+            Request::Document { path } => document::render(&self.kb(), &path),
+            Request::Search { query, k } => {
+                let query = non_empty("query", &query)?;
+                let k = k.unwrap_or(5).clamp(1, 50);
+                let hits = search(&self.kb(), query, k, SearchMode::Hybrid)?;
+                Ok(json!({ "hits": hits }))
+            }
+            Request::Ask(params) => self.ask(params),
+            Request::Navigate { question } => {
+                let question = non_empty("question", &question)?;
+                let step = section_tool::prepare(&self.kb(), question)
+                    .map_err(|e| ServiceError::BadRequest(format!("{e:#}")))?;
+                let (nav, _) = self.finish(step)?;
+                Ok(serde_json::to_value(nav).map_err(anyhow::Error::from)?)
+            }
+            Request::Route { forensics, flow } => self.route(&forensics, flow.as_deref()),
+            Request::RouteLog { flow } => {
+                let flow = flow_name(&flow)?;
+                let path = self
+                    .config
+                    .run_base
+                    .join(flow)
+                    .join("routing")
+                    .join("decisions.jsonl");
+                Ok(json!({ "decisions": routing::read_log(&path)? }))
+            }
+            Request::Interview { session, answer } => {
+                self.interview(session.as_deref(), answer.as_deref())
+            }
+        }
+    }
+
+    fn ask(&self, params: AskParams) -> Result<Value, ServiceError> {
+        let req = AskRequest {
+            question: non_empty("question", &params.question)?.to_string(),
+            format: params.format.unwrap_or(crate::protocols::AnswerFormat::Rag),
+            mode: params.mode,
+            k: params.k.unwrap_or(5).clamp(1, 20),
+        };
+        let step = {
+            let kb = self.kb();
+            kb.require_chunks()?;
+            prepare_ask(&kb, &req)?
+        };
+        let answer = self.finish(step)?;
+        let citations = document::citations(
+            &self.kb(),
+            answer.format,
+            &answer.value,
+            &answer.report.hits,
+        );
+        Ok(json!({
+            "format": answer.format, "response": answer.value,
+            "citations": citations, "decision": answer.report.decision,
+        }))
+    }
+
+    /// The flow a routing request names: the default, or one from the flows folder.
+    fn flow(&self, name: Option<&str>) -> Result<Flow, ServiceError> {
+        let Some(name) = name.filter(|n| !n.is_empty()) else {
+            return Ok(self.config.flow.clone());
+        };
+        if name == self.config.flow.name {
+            return Ok(self.config.flow.clone());
+        }
+        let name = flow_name(name)?;
+        for ext in ["toml", "json"] {
+            let path = self.config.flows_dir.join(format!("{name}.{ext}"));
+            if path.is_file() {
+                return Flow::load(&path).map_err(|e| ServiceError::BadRequest(format!("{e:#}")));
+            }
+        }
+        Err(ServiceError::NotFound(format!(
+            "no flow named {name:?}: use {:?} or put {name}.toml in {}",
+            self.config.flow.name,
+            self.config.flows_dir.display()
+        )))
+    }
+
+    fn route(&self, forensics: &Value, flow: Option<&str>) -> Result<Value, ServiceError> {
+        let flow = self.flow(flow)?;
+        let summary = ForensicSummary::parse(&forensics.to_string(), &flow)
+            .map_err(|e| ServiceError::BadRequest(format!("{e:#}")))?;
+        let (decision, _) = self.finish(routing::prepare(&flow, &summary))?;
+        routing::record(&self.config.run_base, &flow, &summary, &decision)?;
+        let mut v = serde_json::to_value(&decision).map_err(anyhow::Error::from)?;
+        v["flow"] = json!(flow.name);
+        Ok(v)
+    }
+
+    fn interview(
+        &self,
+        session: Option<&str>,
+        answer: Option<&str>,
+    ) -> Result<Value, ServiceError> {
+        let session = session.filter(|s| !s.is_empty());
+        let answer = answer.map(str::trim).filter(|s| !s.is_empty());
+        let mut sessions = self.interviews.lock().unwrap_or_else(|p| p.into_inner());
+        let id = match session {
+            Some(id) => {
+                if !crate::protocols::interview::is_session_id(id) {
+                    return Err(ServiceError::BadRequest(format!(
+                        "session {id:?} is not an id"
+                    )));
+                }
+                if !sessions.contains_key(id) {
+                    let path = self.config.interviews_dir.join(format!("{id}.jsonl"));
+                    let iv = Interview::resume(&path, InterviewOptions::default())
+                        .map_err(|e| ServiceError::NotFound(format!("{e:#}")))?;
+                    sessions.insert(id.to_string(), iv);
+                }
+                id.to_string()
+            }
+            None => {
+                let (id, path) =
+                    crate::protocols::interview::new_session_path(&self.config.interviews_dir);
+                let iv = Interview::create(&path, &self.llm_name, InterviewOptions::default())?;
+                sessions.insert(id.clone(), iv);
+                id
+            }
+        };
+        let iv = sessions.get_mut(&id).expect("inserted above");
+        if iv.waiting_turn().is_some() {
+            match answer {
+                Some(a) => iv.answer(a)?,
+                // Asked again without an answer: show the waiting question.
+                None => {
+                    return Ok(json!({"session": id, "turn": iv.waiting_turn(), "done": false}))
+                }
+            }
+        }
+        if iv.is_finished() {
+            return Ok(json!({"session": id, "turn": null, "done": true}));
+        }
+        let (turn, stats) = self.with_llm(|llm| Ok(iv.next_turn(llm)?))?;
+        Ok(json!({"session": id, "turn": turn, "done": false, "stats": stats}))
+    }
+
+    /// The folder an ingest request means (`None`: the one ingested last), checked to
+    /// exist, absolute.
+    pub fn ingest_target(&self, path: Option<&Path>) -> Result<PathBuf, ServiceError> {
+        let path = match path {
+            Some(p) => p.to_path_buf(),
+            None => self.last_ingested().ok_or_else(|| {
+                ServiceError::BadRequest("missing field: path (the folder to add)".into())
+            })?,
+        };
+        if !path.exists() {
+            return Err(ServiceError::NotFound(format!(
+                "{}: no such file or folder on the machine running sextant",
+                path.display()
+            )));
+        }
+        path.canonicalize()
+            .map_err(|e| ServiceError::BadRequest(format!("{}: {e}", path.display())))
+    }
+
+    /// Ingests a folder or file (see `ingest_target`), reporting `(done, total, file)` as
+    /// it goes.
+    pub fn ingest(
+        &self,
+        path: &Path,
+        on_progress: &mut dyn FnMut(usize, usize, &str),
+    ) -> Result<Value, ServiceError> {
+        let path = self.ingest_target(Some(path))?;
+        let mut kb = self.kb();
+        let (mut done, mut total) = (0, 0);
+        let report = ingest(
+            &mut kb,
+            std::slice::from_ref(&path),
+            &IngestOptions::default(),
+            &mut |ev| match ev {
+                IngestEvent::Found(n) => {
+                    total += n;
+                    on_progress(done, total, "");
+                }
+                IngestEvent::File { path, .. } => {
+                    done += 1;
+                    on_progress(done, total, path);
+                }
+            },
+        )?;
+        *self.last_ingested.lock().unwrap_or_else(|p| p.into_inner()) = Some(path);
+        Ok(json!({ "summary": report }))
+    }
+
+    pub fn last_ingested(&self) -> Option<PathBuf> {
+        self.last_ingested
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// A protocol's model step failed: structured-generation errors keep their kind.
+fn llm_error(e: anyhow::Error) -> ServiceError {
+    match e.downcast::<crate::structured::StructuredError>() {
+        Ok(s) => s.into(),
+        Err(e) => ServiceError::Internal(e),
+    }
+}
+
+fn non_empty<'a>(name: &str, value: &'a str) -> Result<&'a str, ServiceError> {
+    let v = value.trim();
+    if v.is_empty() {
+        return Err(ServiceError::BadRequest(format!(
+            "missing field: {name} (a non-empty string)"
+        )));
+    }
+    Ok(v)
+}
+
+/// A flow name that can only name a folder under the run base or a file in the flows
+/// folder: letters, digits, - and _.
+fn flow_name(flow: &str) -> Result<&str, ServiceError> {
+    if flow.is_empty()
+        || !flow
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(ServiceError::BadRequest(format!(
+            "flow {flow:?}: name a flow with letters, digits, - and _"
+        )));
+    }
+    Ok(flow)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_parse_from_their_json_form() {
+        let r = Request::from_json(json!({"op": "search", "query": "x", "k": 3})).unwrap();
+        assert!(matches!(r, Request::Search { k: Some(3), .. }));
+        let r = Request::from_json(json!({"op": "interview", "session": null, "answer": null}));
+        assert!(matches!(
+            r,
+            Ok(Request::Interview {
+                session: None,
+                answer: None
+            })
+        ));
+        let e = Request::from_json(json!({"op": "ask"})).unwrap_err();
+        assert!(e.to_string().contains("question"), "{e}");
+        assert!(Request::from_json(json!({"op": "drop_tables"})).is_err());
+        let e = Request::from_json(json!({"op": "ask", "question": "q", "format": "xml"}));
+        assert!(e.is_err());
+    }
+
+    #[test]
+    fn flow_names_cannot_name_paths() {
+        assert!(flow_name("build").is_ok());
+        for bad in ["", "../etc", "/etc/passwd", "a/b", "a.toml"] {
+            assert!(flow_name(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! The requests the service answers, typed. Shells build them from their own inputs (the
+//! server from a route plus query and JSON body, the desktop from an `invoke` payload);
+//! `op` names the request.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::protocols::{AnswerFormat, AnswerMode};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Versions, models and counters.
+    Health,
+    /// The knowledge base's statistics and documents.
+    Kb,
+    /// One document as HTML with anchored headings (the Reader).
+    Document {
+        path: String,
+    },
+    Search {
+        query: String,
+        #[serde(default)]
+        k: Option<usize>,
+    },
+    Ask(AskParams),
+    /// The navigate_to_section call for a question.
+    Navigate {
+        question: String,
+    },
+    Route {
+        forensics: Value,
+        /// A flow's name: the built-in example ("build") or a file in the flows folder.
+        #[serde(default)]
+        flow: Option<String>,
+    },
+    /// A flow's decision log.
+    RouteLog {
+        flow: String,
+    },
+    /// Starts (no session) or continues an interview.
+    Interview {
+        #[serde(default)]
+        session: Option<String>,
+        #[serde(default)]
+        answer: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct AskParams {
+    pub question: String,
+    #[serde(default)]
+    pub format: Option<AnswerFormat>,
+    #[serde(default)]
+    pub mode: Option<AnswerMode>,
+    #[serde(default)]
+    pub k: Option<usize>,
+}
+
+impl Request {
+    /// A request from its JSON form (`{"op": "search", "query": …}`), with an error that
+    /// names the field.
+    pub fn from_json(v: Value) -> Result<Request, super::ServiceError> {
+        serde_json::from_value(v)
+            .map_err(|e| super::ServiceError::BadRequest(format!("invalid request: {e}")))
+    }
+}

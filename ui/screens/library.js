@@ -1,0 +1,124 @@
+// The Library screen: add or re-index a folder with live progress, and list the documents
+// of the knowledge base.
+import { api, ingest } from "../client.js";
+import { $, el, run, storageGet, storageSet } from "../dom.js";
+import { openReader } from "./reader.js";
+
+// Remembered across launches so Re-index works without typing the path again.
+let lastFolder = storageGet("sextant.lastFolder") || "";
+
+function setProgress(done, total, file) {
+  $("sx-ingest-progress").hidden = false;
+  const pct = total > 0 ? Math.min(100, Math.round((done / total) * 100)) : 0;
+  $("sx-ingest-bar").style.width = `${pct}%`;
+  $("sx-ingest-label").textContent = `${done} / ${total}${file ? ` ${file}` : ""}`;
+}
+
+function describeSummary(s) {
+  if (!s || typeof s !== "object") return "Done.";
+  const parts = [];
+  const count = (v) => (Array.isArray(v) ? v.length : v);
+  for (const key of ["added", "changed", "removed", "unchanged"]) {
+    if (s[key] != null) parts.push(`${count(s[key])} ${key}`);
+  }
+  if (s.skipped != null) parts.push(`${count(s.skipped)} skipped`);
+  if (s.chunks_embedded != null) parts.push(`${s.chunks_embedded} chunks embedded`);
+  if (typeof s.seconds === "number") parts.push(`${s.seconds.toFixed(1)} s`);
+  return parts.length ? `Done: ${parts.join(", ")}.` : "Done.";
+}
+
+function renderSkipped(s) {
+  const skipped = s && Array.isArray(s.skipped) ? s.skipped : [];
+  if (!skipped.length) return null;
+  return el(
+    "ul",
+    { class: "skipped" },
+    skipped.map((x) => {
+      const [file, why] = Array.isArray(x) ? x : [x.file ?? x.path ?? String(x), x.reason ?? ""];
+      return el("li", {}, el("code", { text: file }), why ? ` — ${why}` : "");
+    }),
+  );
+}
+
+async function ingestFolder(path) {
+  path = path.trim();
+  if (!path) throw new Error("Enter the absolute path of a folder to add.");
+  lastFolder = path;
+  storageSet("sextant.lastFolder", path);
+  $("sx-ingest-summary").hidden = true;
+  delete $("sx-ingest-progress").dataset.state;
+  setProgress(0, 0, "scanning…");
+  let summary;
+  try {
+    summary = await ingest(path, (p) => setProgress(p.done ?? 0, p.total ?? 0, p.file ?? ""));
+  } catch (e) {
+    $("sx-ingest-progress").hidden = true;
+    throw e;
+  }
+  const box = $("sx-ingest-summary");
+  box.replaceChildren(el("div", { text: describeSummary(summary) }), renderSkipped(summary) || "");
+  box.hidden = false;
+  $("sx-ingest-progress").dataset.state = "done";
+  await loadKb();
+}
+
+/** Fills the stats line and the documents list from the knowledge base. */
+export async function loadKb() {
+  const kb = await api("GET", "/api/kb");
+  const stats = (kb && kb.stats) || {};
+  const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
+  const statParts = [
+    stats.documents != null ? `${stats.documents} documents` : null,
+    stats.sections != null ? `${stats.sections} sections` : null,
+    stats.chunks != null ? `${stats.chunks} chunks` : null,
+    stats.bytes_on_disk != null ? mb(stats.bytes_on_disk) : null,
+    stats.embedder ? `embeddings: ${stats.embedder}` : null,
+    stats.consistent === false ? "needs repair (reopen to fix)" : null,
+  ].filter(Boolean);
+  $("sx-kb-stats").textContent =
+    `${kb && kb.kb ? `Knowledge base ${kb.kb}` : "Knowledge base"}` +
+    (statParts.length ? ` · ${statParts.join(" · ")}` : "");
+  const docs = (kb && kb.documents) || [];
+  const list = $("sx-doc-list");
+  if (!docs.length) {
+    list.replaceChildren(el("li", { class: "muted empty", text: "No documents yet — add a folder." }));
+    return;
+  }
+  list.replaceChildren(
+    ...docs.map((d) =>
+      el(
+        "li",
+        {},
+        el(
+          "button",
+          {
+            type: "button",
+            class: "doc-item",
+            "data-testid": "doc-item",
+            dataset: { path: d.path },
+            onclick: () => run(null, () => openReader(d.path)),
+          },
+          el("span", { class: "doc-title", text: d.title || d.path }),
+          el("span", { class: "doc-path", text: d.path }),
+          el("span", { class: "doc-meta", text: `${d.format || ""} · ${d.chunks ?? "?"} chunks` }),
+        ),
+      ),
+    ),
+  );
+}
+
+/** Wires the folder form and Re-index; the list itself is loaded by the caller. */
+export function setupLibrary() {
+  $("sx-folder").value = lastFolder;
+  $("sx-ingest-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    run($("sx-add-folder"), () => ingestFolder($("sx-folder").value));
+  });
+  $("sx-reindex").addEventListener("click", () =>
+    run($("sx-reindex"), () => {
+      if (!lastFolder) throw new Error("No folder added yet: add one first.");
+      $("sx-folder").value = lastFolder;
+      return ingestFolder(lastFolder);
+    }),
+  );
+}

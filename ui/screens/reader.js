@@ -1,0 +1,132 @@
+// The Reader screen: a document with its outline, opened at a highlighted section from the
+// Library, a citation, a link in another document, or the Navigate box.
+import { api } from "../client.js";
+import { $, el, run, showError } from "../dom.js";
+
+// Screen switching lives in app.js, which imports this module; it is handed over in
+// setupReader so that this module need not import app.js back (an import cycle).
+let showScreen = null;
+
+let current = null; // the document open in the Reader
+
+async function loadDocument(file) {
+  const doc = await api("GET", `/api/document?path=${encodeURIComponent(file)}`);
+  current = doc;
+  $("sx-reader-title").textContent = doc.title || doc.path || file;
+  const docEl = $("sx-doc");
+  // Trusted: rendered by the local server from the user's own files (raw HTML is never
+  // passed through by the renderer).
+  docEl.innerHTML = doc.html || "";
+  docEl.dataset.path = doc.path || file;
+  docEl.scrollTop = 0;
+  const outline = Array.isArray(doc.outline) ? doc.outline : [];
+  $("sx-outline").replaceChildren(
+    ...outline.map((o) =>
+      el(
+        "li",
+        { class: `lvl-${Math.min(6, Math.max(1, o.level || 1))}` },
+        el(
+          "button",
+          {
+            type: "button",
+            class: "outline-item",
+            "data-testid": "outline-item",
+            dataset: { anchor: o.anchor || "" },
+            title: o.text,
+            onclick: () => focusAnchor(o.anchor),
+          },
+          o.text || o.anchor,
+          o.page != null && doc.format === "pdf" ? el("span", { class: "muted", text: ` p. ${o.page}` }) : null,
+        ),
+      ),
+    ),
+  );
+}
+
+/** Scrolls the Reader to the element whose id is `anchor` and highlights it. */
+function focusAnchor(anchor) {
+  const docEl = $("sx-doc");
+  for (const h of docEl.querySelectorAll(".highlight")) h.classList.remove("highlight");
+  for (const o of document.querySelectorAll(".outline-item.active")) o.classList.remove("active");
+  if (!anchor) {
+    docEl.scrollTop = 0;
+    return true;
+  }
+  const target = docEl.querySelector(`#${CSS.escape(anchor)}`);
+  if (!target) {
+    showError(`Section "${anchor}" was not found in ${docEl.dataset.path || "this document"}.`);
+    return false;
+  }
+  target.classList.add("highlight");
+  target.scrollIntoView({ block: "start", behavior: "auto" });
+  const item = document.querySelector(`.outline-item[data-anchor="${CSS.escape(anchor)}"]`);
+  if (item) {
+    item.classList.add("active");
+    item.scrollIntoView({ block: "nearest" });
+  }
+  return true;
+}
+
+/** Opens `file` in the Reader, scrolled to and highlighting `anchor` (optional). */
+export async function openReader(file, anchor = null) {
+  showScreen("reader");
+  if (!current || current.path !== file) await loadDocument(file);
+  // Wait one frame so layout exists before scrolling.
+  await new Promise((r) => requestAnimationFrame(() => r()));
+  focusAnchor(anchor);
+}
+
+/** Links inside a document: same-page anchors and other KB files open in the Reader. */
+function onDocClick(ev) {
+  const a = ev.target.closest("a[href]");
+  if (!a || !$("sx-doc").contains(a)) return;
+  const href = a.getAttribute("href");
+  ev.preventDefault();
+  if (href.startsWith("#")) {
+    focusAnchor(decodeURIComponent(href.slice(1)));
+    return;
+  }
+  if (/^[a-z][a-z0-9+.-]*:/i.test(href)) {
+    showError(`External link not opened (Sextant is offline): ${href}`);
+    return;
+  }
+  const [rel, frag] = href.split("#");
+  const base = (current && current.path) || "";
+  const parts = base.split("/").slice(0, -1);
+  for (const seg of rel.split("/")) {
+    if (seg === "..") parts.pop();
+    else if (seg && seg !== ".") parts.push(seg);
+  }
+  run(null, () => openReader(parts.join("/"), frag ? decodeURIComponent(frag) : null));
+}
+
+async function navigate(question) {
+  question = question.trim();
+  if (!question) throw new Error("Type where you want to go first.");
+  const out = await api("POST", "/api/navigate", { question });
+  const call = (out && out.call) || {};
+  const args = call.arguments || {};
+  const target = (out && out.target) || {};
+  const box = $("sx-nav-result");
+  const path = [args.section, args.subsection, ...(Array.isArray(args.path) ? args.path : [])].filter(Boolean);
+  box.replaceChildren(
+    el("span", { class: "call", text: `${call.name || "navigate_to_section"}(${path.map((p) => JSON.stringify(p)).join(" › ")})` }),
+    el("span", { class: "decided-by small", "data-testid": "navigate-decided-by", text: out.decided_by || "?" }),
+    el("span", { class: "muted", text: `→ ${target.file || "?"}${target.anchor ? `#${target.anchor}` : ""}` }),
+  );
+  box.dataset.file = target.file || "";
+  box.dataset.anchor = target.anchor || "";
+  box.hidden = false;
+  if (!target.file) throw new Error("The navigator returned no target file.");
+  await openReader(target.file, target.anchor || null);
+}
+
+/** Wires document links and the Navigate box; `show(name)` switches screens. */
+export function setupReader(show) {
+  showScreen = show;
+  $("sx-doc").addEventListener("click", onDocClick);
+  $("sx-navigate-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    run($("sx-nav-go"), () => navigate($("sx-nav-question").value));
+  });
+}
