@@ -173,13 +173,9 @@ pub fn explain(llm: &Llm, out: &structured::StructuredOutput) {
             None => eprintln!("longest output: unbounded (only --max-tokens stops it)"),
         }
     }
-    let mut masks = out.mask_us.clone();
-    masks.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let mean = masks.iter().sum::<f64>() / masks.len().max(1) as f64;
-    let p99 = masks
-        .get(((masks.len() as f64 * 0.99) as usize).min(masks.len().saturating_sub(1)))
-        .copied()
-        .unwrap_or(0.0);
+    let masks = out.mask_us.len();
+    let mean = super::stats::mean(&out.mask_us);
+    let p99 = super::stats::percentile(out.mask_us.clone(), 0.99);
     eprintln!(
         "prompt: {} tokens in {:.0} ms; output: {} tokens ({} forced by the grammar) in {:.0} ms = {:.1} tok/s; stop: {:?}",
         g.prompt_tokens,
@@ -192,10 +188,7 @@ pub fn explain(llm: &Llm, out: &structured::StructuredOutput) {
     );
     eprintln!(
         "grammar: compiled in {:.2} ms; {} masks, mean {:.1} µs, p99 {:.1} µs",
-        out.compile_ms,
-        masks.len(),
-        mean,
-        p99
+        out.compile_ms, masks, mean, p99
     );
     if out.value.is_some() {
         eprintln!("validation: parsed and valid against the schema (jsonschema crate)");

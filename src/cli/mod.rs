@@ -10,6 +10,7 @@ pub mod kb;
 pub mod models;
 pub mod route;
 pub mod serve;
+pub mod stats;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -7,6 +7,7 @@ pub mod domain;
 pub mod ingest;
 pub mod parse;
 pub mod search;
+pub mod stopwords;
 pub mod store;
 
 use std::path::{Path, PathBuf};

@@ -187,19 +187,11 @@ fn push_sentence(out: &mut Vec<String>, s: &str) {
     }
 }
 
-const STOP: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
-    "i", "if", "in", "is", "it", "its", "me", "my", "of", "on", "or", "our", "should", "so",
-    "that", "the", "their", "then", "there", "these", "this", "to", "was", "we", "what", "when",
-    "where", "which", "who", "why", "will", "with", "you", "your", "not", "no", "use", "used",
-    "using", "has", "have", "been", "into", "than", "also", "about",
-];
-
 /// Lowercased words of 2+ characters that carry meaning.
 pub fn content_words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-')
         .map(|w| w.trim_matches('-').to_lowercase())
-        .filter(|w| w.chars().count() >= 2 && !STOP.contains(&w.as_str()))
+        .filter(|w| w.chars().count() >= 2 && !crate::kb::stopwords::is_stopword(w))
         .collect()
 }
 

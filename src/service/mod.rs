@@ -195,12 +195,7 @@ impl Service {
             Request::Route { forensics, flow } => self.route(&forensics, flow.as_deref()),
             Request::RouteLog { flow } => {
                 let flow = flow_name(&flow)?;
-                let path = self
-                    .config
-                    .run_base
-                    .join(flow)
-                    .join("routing")
-                    .join("decisions.jsonl");
+                let path = routing::log_path(&self.config.run_base, flow);
                 Ok(json!({ "decisions": routing::read_log(&path)? }))
             }
             Request::Interview { session, answer } => {

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use sextant::llm::Llm;
 
-use super::percentile;
+use crate::cli::stats::percentile;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct AskBenchArgs {

@@ -17,7 +17,7 @@ use sextant::models::VerifiedModel;
 use sextant::schemas;
 use sextant::structured::{generate_structured, StructuredRequest, DEFAULT_MAX_TOKENS};
 
-use super::median;
+use crate::cli::stats::{mean, median, percentile};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
@@ -136,12 +136,8 @@ pub fn run_generate(model: &VerifiedModel, args: &BenchArgs) -> Result<()> {
             .push((g.tokens.len() - g.forced_tokens) as f64 / (g.generate_ms / 1e3).max(1e-9));
         masks.extend(c.mask_us.iter().copied());
     }
-    masks.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let mask_mean = masks.iter().sum::<f64>() / masks.len().max(1) as f64;
-    let mask_p99 = masks
-        .get(((masks.len() as f64 * 0.99) as usize).min(masks.len().saturating_sub(1)))
-        .copied()
-        .unwrap_or(0.0);
+    let mask_mean = mean(&masks);
+    let mask_p99 = percentile(masks, 0.99);
 
     // Completion rate on the five seed schemas: greedy plus sampled seeds.
     let mut total = 0;

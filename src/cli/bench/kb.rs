@@ -5,7 +5,8 @@ use std::time::Instant;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{dir_mb, peak_rss_mb, percentile};
+use super::{dir_mb, peak_rss_mb};
+use crate::cli::stats::percentile;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct KbBenchArgs {

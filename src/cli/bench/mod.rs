@@ -80,21 +80,6 @@ pub fn run(ctx: &Ctx, command: BenchCommand) -> Result<()> {
     }
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    if xs.is_empty() {
-        return 0.0;
-    }
-    xs[xs.len() / 2]
-}
-
-fn percentile(mut xs: Vec<f64>, p: f64) -> f64 {
-    xs.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    xs.get(((xs.len() as f64 * p) as usize).min(xs.len().saturating_sub(1)))
-        .copied()
-        .unwrap_or(0.0)
-}
-
 fn dir_mb(dir: &std::path::Path, name: &str) -> f64 {
     std::fs::metadata(dir.join(name))
         .map(|m| m.len())

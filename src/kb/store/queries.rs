@@ -267,21 +267,13 @@ impl Store {
     }
 }
 
-/// Words too common to help BM25 (and that FTS5 would otherwise require or rank).
-const STOPWORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
-    "i", "if", "in", "is", "it", "me", "my", "of", "on", "or", "our", "should", "so", "that",
-    "the", "there", "this", "to", "was", "we", "what", "when", "where", "which", "who", "why",
-    "will", "with", "you", "your",
-];
-
 /// An FTS5 query from free text: every meaningful word, quoted (so FTS5 syntax in the
 /// user's words cannot break the query), OR-ed together; BM25 ranks by how many match.
 pub fn fts_query(text: &str) -> Option<String> {
     let words: Vec<String> = text
         .split(|c: char| !c.is_alphanumeric() && c != '_')
         .map(|w| w.to_lowercase())
-        .filter(|w| !w.is_empty() && !STOPWORDS.contains(&w.as_str()))
+        .filter(|w| !w.is_empty() && !crate::kb::stopwords::is_query_stopword(w))
         .map(|w| format!("\"{w}\""))
         .collect();
     (!words.is_empty()).then(|| words.join(" OR "))

@@ -10,11 +10,8 @@ use super::{Decision, Flow, ForensicSummary};
 use crate::schemas::{self, SchemaId};
 
 /// The decision log of a flow: `RUN_BASE/<flow>/routing/decisions.jsonl`.
-pub fn log_path(run_base: &Path, flow: &Flow) -> PathBuf {
-    run_base
-        .join(&flow.name)
-        .join("routing")
-        .join("decisions.jsonl")
+pub fn log_path(run_base: &Path, flow: &str) -> PathBuf {
+    run_base.join(flow).join("routing").join("decisions.jsonl")
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -39,7 +36,7 @@ pub fn record(
         o.remove("decided_by");
     }
     schemas::validate(SchemaId::RoutingDecision, &seed_fields)?;
-    let log = log_path(run_base, flow);
+    let log = log_path(run_base, &flow.name);
     append_log(
         &log,
         &LogEntry {
