@@ -1,5 +1,9 @@
 //! The llama family (SmolLM2, Llama, TinyLlama, …) on candle.
 //!
+//! Longer than most files: the forward pass, its fused and padded weight layouts and the
+//! KV cache are one unit that only changes together. It becomes the shared decoder block
+//! of the model families (engine issue), split then.
+//!
 //! Why our own forward pass instead of candle-transformers' `quantized_llama`: decode speed
 //! on a 2-core CPU. This one
 //! - keeps a preallocated KV cache written in place (no `Tensor::cat` of the whole cache per

@@ -2,6 +2,9 @@
 //! `models/manifest.toml`, fetched from PyPI wheels by `sextant models pull`) and any models
 //! a user imports from removable media (`sextant models import`).
 //!
+//! Longer than most files: manifest, resolve, import and status share the store's layout
+//! and its verify-before-load invariant; the fetching lives in `fetch.rs`.
+//!
 //! Invariant: a file is handed to a loader only after its sha256 has been checked against
 //! the manifest (defaults) or the record written at import time. A per-file stamp
 //! (`<file>.verified`: size, mtime, sha256) lets later loads skip re-hashing an unchanged

@@ -1,6 +1,7 @@
-//! The section tool, `navigate_to_section` (seeds/section-navigation-protocol.md): the tool's enums are the
-//! KB's real heading tree ("dynamic enums"). Top-level sections are each document's top
-//! headings (its H1 or title), subsections their children, deeper headings a `path`.
+//! The section tool, `navigate_to_section` (seeds/section-navigation-protocol.md): the
+//! tool's enums are the KB's real heading tree ("dynamic enums"). Top-level sections are
+//! each document's top headings (its H1 or title), subsections their children, deeper
+//! headings a `path`.
 //!
 //! Routing: a fuzzy match of the question to a heading routes directly (the seed's fast
 //! path); so does a retrieved passage that matches the question closely (score ≥ 0.80);
