@@ -8,6 +8,7 @@
 use serde_json::Value;
 
 use crate::constrain::bounds::{bound_schema, BoundedSchema, Bounds};
+use crate::constrain::compat;
 use crate::constrain::validate::{SchemaValidator, ValidationFailure};
 use crate::constrain::Grammar;
 use crate::llm::chat_template::Message;
@@ -68,6 +69,10 @@ pub struct StructuredOutput {
     pub bounded: Option<BoundedSchema>,
     pub compile_ms: f64,
     pub mask_us: Vec<f64>,
+    /// What the grammar could not enforce exactly (then the full schema was checked).
+    pub approximations: Vec<String>,
+    /// Generations it took (more than one only for approximated schemas).
+    pub attempts: u32,
 }
 
 /// Why structured generation returned no object. Callers map these to their own terms
@@ -98,6 +103,17 @@ pub enum StructuredError {
     Invalid(#[from] ValidationFailure),
     #[error("the output is not valid JSON ({error}): {text}")]
     NotJson { error: String, text: String },
+    /// The grammar could only approximate the schema, and no try satisfied it.
+    #[error(
+        "no output satisfied the full schema in {attempts} tries ({failure}); the grammar \
+         could not enforce: {}. Simplify those parts of the schema, or raise the budget",
+        approximations.join("; ")
+    )]
+    Unsatisfied {
+        attempts: u32,
+        approximations: Vec<String>,
+        failure: ValidationFailure,
+    },
     /// The prompt could not be rendered or tokenized, or the model failed.
     #[error("{0:#}")]
     Engine(anyhow::Error),
@@ -105,34 +121,65 @@ pub enum StructuredError {
 
 type Result<T, E = StructuredError> = std::result::Result<T, E>;
 
+impl StructuredError {
+    /// A short name for the kind of failure (benchmarks and tests count by it).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StructuredError::Unsupported(_) => "unsupported schema",
+            StructuredError::Incomplete { .. } => "budget",
+            StructuredError::ContextFull { .. } => "context",
+            StructuredError::Cancelled => "cancelled",
+            StructuredError::EndedEarly { .. } => "ended early",
+            StructuredError::Invalid(_) => "invalid",
+            StructuredError::NotJson { .. } => "not JSON",
+            StructuredError::Unsatisfied { .. } => "not satisfied",
+            StructuredError::Engine(_) => "engine",
+        }
+    }
+}
+
+/// A request for one value of `schema` with a plain instruction, as `sextant bench
+/// schemas` and the schema corpus test send it.
+pub fn schema_request(schema: &Value, description: &str, max_tokens: usize) -> StructuredRequest {
+    let mut req = StructuredRequest::new(
+        vec![
+            Message::new(
+                "system",
+                "Reply with one JSON value that matches the JSON Schema you are given.",
+            ),
+            Message::new(
+                "user",
+                &format!("Schema ({description}):\n{schema}\nWrite a matching JSON value."),
+            ),
+        ],
+        OutputSpec::JsonSchema(schema.clone()),
+    );
+    req.max_tokens = max_tokens;
+    req
+}
+
 pub fn generate_structured(
     llm: &mut Llm,
     req: &StructuredRequest,
     on_text: &mut dyn FnMut(&str),
 ) -> Result<StructuredOutput> {
-    let (grammar, bounded, validator) = match &req.output {
+    let (grammar, bounded, validator, compat_notes) = match &req.output {
         OutputSpec::JsonSchema(schema) => {
             // Validate the caller's schema first: a schema error must name the schema,
             // not surface as a grammar failure.
             let validator = SchemaValidator::new(schema).map_err(StructuredError::Unsupported)?;
-            let bounded = bound_schema(schema, &req.bounds, req.max_tokens);
+            let (for_grammar, notes) = compat::for_grammar(schema);
+            let bounded = bound_schema(&for_grammar, &req.bounds, req.max_tokens);
             (
                 Some(Grammar::JsonSchema(bounded.schema.clone())),
                 Some(bounded),
                 Some(validator),
+                notes,
             )
         }
-        OutputSpec::Lark(g) => (Some(Grammar::Lark(g.clone())), None, None),
-        OutputSpec::Regex(r) => (Some(Grammar::Regex(r.clone())), None, None),
-        OutputSpec::Text => (None, None, None),
-    };
-    let mut constraint = match &grammar {
-        Some(g) => Some(
-            llm.grammar
-                .compile(g)
-                .map_err(StructuredError::Unsupported)?,
-        ),
-        None => None,
+        OutputSpec::Lark(g) => (Some(Grammar::Lark(g.clone())), None, None, Vec::new()),
+        OutputSpec::Regex(r) => (Some(Grammar::Regex(r.clone())), None, None, Vec::new()),
+        OutputSpec::Text => (None, None, None, Vec::new()),
     };
     let prompt = match &req.prompt_tokens {
         Some(t) => t.clone(),
@@ -140,71 +187,124 @@ pub fn generate_structured(
             .chat_tokens(&req.messages)
             .map_err(StructuredError::Engine)?,
     };
-    let gen_req = GenerateRequest {
-        prompt: &prompt,
-        max_tokens: req.max_tokens,
-        sampling: req.sampling.clone(),
-        eos: &llm.eos,
-        reuse_prefix: req.reuse_kv,
-        cancel: req.cancel.as_deref(),
-    };
     let n_ctx = llm.model.n_ctx();
-    let generation = generate(
-        llm.model.as_mut(),
-        &llm.tokenizer,
-        &gen_req,
-        constraint.as_mut(),
-        on_text,
-    )
-    .map_err(|e| match e.downcast_ref::<Cancelled>() {
-        Some(_) => StructuredError::Cancelled,
-        None => StructuredError::Engine(e),
-    })?;
-    let text = generation.text.clone();
-    if grammar.is_some() {
-        match generation.stop {
-            StopReason::MaxTokens => {
-                return Err(StructuredError::Incomplete {
-                    max_tokens: req.max_tokens,
-                    partial: text,
-                })
-            }
-            StopReason::ContextFull => {
-                return Err(StructuredError::ContextFull {
-                    n_ctx,
-                    partial: text,
-                })
-            }
-            _ => {}
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let mut constraint = match &grammar {
+            Some(g) => Some(
+                llm.grammar
+                    .compile(g)
+                    .map_err(StructuredError::Unsupported)?,
+            ),
+            None => None,
+        };
+        let mut approximations = compat_notes.clone();
+        approximations.extend(
+            constraint
+                .as_ref()
+                .map(|c| c.approximations.clone())
+                .unwrap_or_default(),
+        );
+        // An approximated grammar may produce output the full schema rejects: another
+        // try then samples differently (greedy decoding would repeat itself).
+        let mut sampling = req.sampling.clone();
+        if attempt > 1 {
+            sampling.seed = req.sampling.seed.wrapping_add(attempt as u64 - 1);
+            sampling.temperature = sampling.temperature.max(RETRY_TEMPERATURE);
         }
+        let gen_req = GenerateRequest {
+            prompt: &prompt,
+            max_tokens: req.max_tokens,
+            sampling,
+            eos: &llm.eos,
+            reuse_prefix: req.reuse_kv || attempt > 1,
+            cancel: req.cancel.as_deref(),
+        };
+        // Output that may be retried is not streamed until it is known to be valid.
+        let live = approximations.is_empty();
+        let mut quiet = |_: &str| {};
+        let sink: &mut dyn FnMut(&str) = if live { &mut *on_text } else { &mut quiet };
+        let generation = generate(
+            llm.model.as_mut(),
+            &llm.tokenizer,
+            &gen_req,
+            constraint.as_mut(),
+            sink,
+        )
+        .map_err(|e| match e.downcast_ref::<Cancelled>() {
+            Some(_) => StructuredError::Cancelled,
+            None => StructuredError::Engine(e),
+        })?;
+        let text = generation.text.clone();
+        if grammar.is_some() {
+            match generation.stop {
+                StopReason::MaxTokens => {
+                    return Err(StructuredError::Incomplete {
+                        max_tokens: req.max_tokens,
+                        partial: text,
+                    })
+                }
+                StopReason::ContextFull => {
+                    return Err(StructuredError::ContextFull {
+                        n_ctx,
+                        partial: text,
+                    })
+                }
+                _ => {}
+            }
+        }
+        // An end token is only allowed where the grammar accepts, so output that ended on
+        // one parses; if it does not, say that the model stopped early rather than
+        // "invalid".
+        let value = match &validator {
+            Some(v) => {
+                let value: Value =
+                    serde_json::from_str(&text).map_err(|e| match generation.stop {
+                        StopReason::EndToken => StructuredError::EndedEarly {
+                            partial: text.clone(),
+                        },
+                        _ => StructuredError::NotJson {
+                            error: e.to_string(),
+                            text: text.clone(),
+                        },
+                    })?;
+                match v.validate(&value) {
+                    Ok(()) => Some(value),
+                    Err(failure) if approximations.is_empty() => return Err(failure.into()),
+                    Err(_) if attempt < APPROXIMATION_ATTEMPTS => continue,
+                    Err(failure) => {
+                        return Err(StructuredError::Unsatisfied {
+                            attempts: attempt,
+                            approximations,
+                            failure,
+                        })
+                    }
+                }
+            }
+            None => None,
+        };
+        if !live {
+            on_text(&text);
+        }
+        return Ok(StructuredOutput {
+            value,
+            text,
+            generation,
+            bounded,
+            compile_ms: constraint.as_ref().map_or(0.0, |c| c.compile_us / 1e3),
+            mask_us: constraint.map(|c| c.mask_us).unwrap_or_default(),
+            approximations,
+            attempts: attempt,
+        });
     }
-    // An end token is only allowed where the grammar accepts, so output that ended on one
-    // parses; if it does not, say that the model stopped early rather than "invalid".
-    let value = match validator {
-        Some(v) => {
-            let value: Value = serde_json::from_str(&text).map_err(|e| match generation.stop {
-                StopReason::EndToken => StructuredError::EndedEarly {
-                    partial: text.clone(),
-                },
-                _ => StructuredError::NotJson {
-                    error: e.to_string(),
-                    text: text.clone(),
-                },
-            })?;
-            v.validate(&value)?;
-            Some(value)
-        }
-        None => None,
-    };
-    Ok(StructuredOutput {
-        value,
-        text,
-        generation,
-        bounded,
-        compile_ms: constraint.as_ref().map_or(0.0, |c| c.compile_us / 1e3),
-        mask_us: constraint.map(|c| c.mask_us).unwrap_or_default(),
-    })
 }
+
+/// Tries of a schema the grammar only approximates, before giving up.
+pub const APPROXIMATION_ATTEMPTS: u32 = 3;
+
+/// Sampling temperature of the retries (the first try keeps the caller's).
+const RETRY_TEMPERATURE: f32 = 0.8;
 
 #[cfg(test)]
 mod tests {
@@ -322,18 +422,41 @@ mod tests {
     }
 
     #[test]
-    fn an_unsupported_keyword_is_named_in_the_error() {
-        let mut llm = tiny_llm(14).unwrap();
-        let req = StructuredRequest::new(
-            vec![Message::new("user", "x")],
-            OutputSpec::JsonSchema(serde_json::json!({
-                "type": "array", "items": {"type": "integer"}, "uniqueItems": true
-            })),
-        );
-        let err = generate_structured(&mut llm, &req, &mut |_| {})
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("uniqueItems"), "{err}");
+    fn a_keyword_the_grammar_cannot_enforce_is_named_and_checked_by_validation() {
+        let schema = serde_json::json!({
+            "type": "array", "items": {"type": "integer"}, "minItems": 2, "uniqueItems": true
+        });
+        let validator = SchemaValidator::new(&schema).unwrap();
+        let (mut valid, mut unsatisfied) = (0, 0);
+        for seed in 0..12 {
+            let mut llm = tiny_llm(14).unwrap();
+            let mut req = StructuredRequest::new(
+                vec![Message::new("user", "x")],
+                OutputSpec::JsonSchema(schema.clone()),
+            );
+            req.sampling.temperature = 1.0;
+            req.sampling.seed = seed;
+            match generate_structured(&mut llm, &req, &mut |_| {}) {
+                Ok(out) => {
+                    assert!(validator.validate(out.value.as_ref().unwrap()).is_ok());
+                    assert!(out.approximations.join(" ").contains("uniqueItems"));
+                    valid += 1;
+                }
+                Err(StructuredError::Unsatisfied {
+                    attempts,
+                    approximations,
+                    ..
+                }) => {
+                    assert_eq!(attempts, APPROXIMATION_ATTEMPTS);
+                    assert!(approximations.join(" ").contains("uniqueItems"));
+                    unsatisfied += 1;
+                }
+                Err(StructuredError::Incomplete { .. }) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        // Duplicates are likely from a random model: some tries fail and are retried.
+        assert!(valid + unsatisfied > 0);
     }
 
     #[test]

@@ -190,7 +190,20 @@ pub fn explain(llm: &Llm, out: &structured::StructuredOutput) {
         "grammar: compiled in {:.2} ms; {} masks, mean {:.1} µs, p99 {:.1} µs",
         out.compile_ms, masks, mean, p99
     );
+    if !out.approximations.is_empty() {
+        eprintln!("the grammar could not enforce exactly (checked by validation instead):");
+        for a in &out.approximations {
+            eprintln!("  {a}");
+        }
+    }
     if out.value.is_some() {
-        eprintln!("validation: parsed and valid against the schema (jsonschema crate)");
+        eprintln!(
+            "validation: parsed and valid against the full schema (jsonschema crate){}",
+            if out.attempts > 1 {
+                format!(", after {} tries", out.attempts)
+            } else {
+                String::new()
+            }
+        );
     }
 }

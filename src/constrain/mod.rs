@@ -4,6 +4,7 @@
 //! check (`validate`) runs the `jsonschema` crate over every object before it is returned.
 
 pub mod bounds;
+pub mod compat;
 pub mod validate;
 
 use std::sync::Arc;
@@ -26,6 +27,10 @@ pub enum Grammar {
 impl Grammar {
     /// The grammar handed to llguidance. JSON output is compact: without this, the default
     /// flexible whitespace lets a small model pad objects with `\n\t` until the budget ends.
+    /// Schemas compile leniently: what the grammar cannot express exactly (`oneOf`, `not`,
+    /// `if`/`then`/`else`, `dependencies`, `contains`, unknown formats, …) is approximated
+    /// or left out, with a warning (`Constraint::approximations`); the caller validates
+    /// against the full schema afterwards and retries or fails.
     fn to_llg(&self) -> TopLevelGrammar {
         match self {
             Grammar::JsonSchema(schema) => {
@@ -37,6 +42,7 @@ impl Grammar {
                     if let Value::Object(xg) = xg {
                         xg.entry("whitespace_flexible")
                             .or_insert(Value::Bool(false));
+                        xg.entry("lenient").or_insert(Value::Bool(true));
                     }
                 }
                 TopLevelGrammar::from_json_schema(schema)
@@ -84,20 +90,11 @@ impl GrammarEngine {
     /// Compiles `grammar` into a fresh matcher.
     pub fn compile(&self, grammar: &Grammar) -> Result<Constraint> {
         let start = Instant::now();
-        let parser = self.factory.create_parser(grammar.to_llg()).map_err(|e| {
-            let msg = e.to_string();
-            if msg.contains("Unimplemented keys") {
-                anyhow!(
-                    "the JSON Schema uses a keyword the grammar engine does not support: {msg}. \
-                     Remove or rewrite that keyword (supported: type, enum, const, properties, \
-                     required, additionalProperties, items, prefixItems, min/maxItems, \
-                     min/maxLength, pattern, format, anyOf, oneOf, allOf, $ref, $defs, \
-                     minimum/maximum)"
-                )
-            } else {
-                anyhow!("cannot compile the {}: {msg}", grammar.kind())
-            }
-        })?;
+        let mut parser = self
+            .factory
+            .create_parser(grammar.to_llg())
+            .map_err(|e| anyhow!("cannot compile the {}: {e}", grammar.kind()))?;
+        let approximations = parser.grammar_warnings();
         let matcher = Matcher::new(Ok(parser));
         if let Some(e) = matcher.get_error() {
             bail!("cannot compile the {}: {e}", grammar.kind());
@@ -107,6 +104,7 @@ impl GrammarEngine {
             compile_us: start.elapsed().as_secs_f64() * 1e6,
             mask_us: Vec::new(),
             n_vocab: self.n_vocab,
+            approximations,
         })
     }
 }
@@ -118,6 +116,9 @@ pub struct Constraint {
     /// Time of each mask computation, for the benchmark.
     pub mask_us: Vec<f64>,
     n_vocab: usize,
+    /// What the grammar could not enforce exactly (llguidance's warnings): the output must
+    /// then be validated against the full schema, and may need another try.
+    pub approximations: Vec<String>,
 }
 
 impl Constraint {

@@ -18,8 +18,15 @@ pub struct ValidationFailure {
 
 impl SchemaValidator {
     pub fn new(schema: &Value) -> Result<Self> {
-        let validator =
-            jsonschema::validator_for(schema).map_err(|e| anyhow!("invalid JSON Schema: {e}"))?;
+        // Without `$schema`, a schema is read as draft-07 (the seeds' draft, and what most
+        // schemas in the wild are written for: `items` may be an array, `dependencies`…).
+        let mut options = jsonschema::options();
+        if schema.get("$schema").is_none() {
+            options = options.with_draft(jsonschema::Draft::Draft7);
+        }
+        let validator = options
+            .build(schema)
+            .map_err(|e| anyhow!("invalid JSON Schema: {e}"))?;
         Ok(SchemaValidator { validator })
     }
 

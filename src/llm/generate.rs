@@ -103,12 +103,17 @@ pub fn generate(
     // Tokens the grammar forces at the very start ride along with the prompt.
     let mut feed: Vec<u32> = req.prompt[reused..].to_vec();
     let mut mask = None;
+    // A grammar with one possible output (a `const`) is complete after its forced tokens.
+    let mut complete_at_start = false;
     if let Some(c) = constraint.as_deref_mut() {
         let ff = c.take_forced()?;
         forced_total += ff.len();
         out.extend_from_slice(&ff);
         feed.extend_from_slice(&ff);
-        mask = Some(c.compute_mask()?);
+        complete_at_start = c.is_stopped();
+        if !complete_at_start {
+            mask = Some(c.compute_mask()?);
+        }
     }
     let mut logits = model.forward(&feed, reused)?;
     let mut pos = reused + feed.len();
@@ -117,6 +122,9 @@ pub fn generate(
     emit(&out, &mut emitted);
 
     let stop = loop {
+        if complete_at_start {
+            break StopReason::GrammarComplete;
+        }
         if req
             .cancel
             .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))

@@ -131,23 +131,36 @@ class OpenAIClient(unittest.TestCase):
         self.assertIn("messages", str(e.exception))
         with self.assertRaises(openai.NotFoundError):
             client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}])
+        # A keyword the grammar cannot enforce (uniqueItems) is checked by validation: the
+        # answer is still a valid value.
+        r = client.chat.completions.create(
+            model=LLM,
+            messages=[{"role": "user", "content": "List three port numbers."}],
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": "x", "schema": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}},
+            },
+        )
+        items = json.loads(r.choices[0].message.content)
+        self.assertIsInstance(items, list)
+        self.assertEqual(len(items), len(set(items)), items)
+        # A schema nothing can satisfy is the caller's error, named.
         with self.assertRaises(openai.BadRequestError) as e:
             client.chat.completions.create(
                 model=LLM,
                 messages=[{"role": "user", "content": "x"}],
-                response_format={
-                    "type": "json_schema",
-                    "json_schema": {"name": "x", "schema": {"type": "array", "uniqueItems": True}},
-                },
+                response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"not": {}}}},
+                max_tokens=32,
             )
-        self.assertIn("uniqueItems", str(e.exception))
+        self.assertIn("schema", str(e.exception).lower())
         with self.assertRaises(openai.BadRequestError):
             client.embeddings.create(model=EMBEDDER, input=[1, 2, 3])
         # Malformed JSON and an oversized body, sent raw.
-        r = httpx.post(URL + "/v1/chat/completions", content=b'{"messages": [', headers=AUTH)
+        JSON = {**AUTH, "Content-Type": "application/json"}
+        r = httpx.post(URL + "/v1/chat/completions", content=b'{"messages": [', headers=JSON)
         self.assertEqual(r.status_code, 400)
         self.assertIn("not valid JSON", r.json()["error"]["message"])
-        r = httpx.post(URL + "/v1/chat/completions", content=b" " * (5 * 1024 * 1024), headers=AUTH)
+        r = httpx.post(URL + "/v1/chat/completions", content=b" " * (5 * 1024 * 1024), headers=JSON)
         self.assertEqual(r.status_code, 413)
         self.assertEqual(r.json()["error"]["code"], "request_too_large")
         r = httpx.get(URL + "/v1/nothing", headers=AUTH)

@@ -5,6 +5,7 @@ mod agents;
 mod ask;
 mod generate;
 mod kb;
+mod schemas;
 
 use std::path::PathBuf;
 
@@ -41,6 +42,14 @@ pub enum BenchCommand {
         #[arg(long, default_value = "examples/forensics.json")]
         forensics: PathBuf,
     },
+    /// Every JSON Schema in a folder decoded once: share valid, reasons for the rest.
+    Schemas {
+        /// Folder of schemas (`*.json`, or corpus files with a `schemas` list).
+        #[arg(default_value = "tests/fixtures/schema_corpus")]
+        dir: PathBuf,
+        #[arg(long, default_value_t = 400)]
+        max_tokens: usize,
+    },
     /// Embedding and ingest speed, index size, search latency at 10k and 100k chunks.
     Kb {
         #[command(flatten)]
@@ -73,6 +82,9 @@ pub fn run(ctx: &Ctx, command: BenchCommand) -> Result<()> {
                 flow.as_deref(),
                 &forensics,
             )
+        }
+        BenchCommand::Schemas { dir, max_tokens } => {
+            schemas::run_schemas(&mut ctx.load_llm()?, &dir, max_tokens)
         }
         BenchCommand::Kb { args, sample } => {
             kb::run_kb(&ctx.store.resolve(Role::Embedding, None)?, &sample, &args)

@@ -73,6 +73,7 @@ impl TurnError {
                     | StructuredError::EndedEarly { .. }
                     | StructuredError::Invalid(_)
                     | StructuredError::NotJson { .. }
+                    | StructuredError::Unsatisfied { .. }
             )
         ) {
             TurnError::JsonParseFailed
