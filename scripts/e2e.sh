@@ -22,6 +22,11 @@ URL=$(grep -o 'http://[0-9.:]*' "$TMP/serve.log" | head -1)
 echo "== sextant serve at $URL"
 echo "== openai Python client (tests/openai)"
 SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN "$VENV/bin/python" tests/openai/test_openai_client.py
+echo "== what a web page could send (tests/openai/test_security.py)"
+SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN "$VENV/bin/python" tests/openai/test_security.py
+echo "== reads during an ingest and a generation (tests/openai/test_load.py)"
+SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN SEXTANT_SAMPLE_KB="$PWD/examples/kb" \
+  "$VENV/bin/python" tests/openai/test_load.py
 echo "== UI in Chromium (tests/ui), screenshots in $OUT/ui"
 SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN SEXTANT_SAMPLE_KB="$PWD/examples/kb" OUT_DIR="$OUT/ui" \
   node tests/ui/ui.spec.mjs

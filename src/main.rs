@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use sextant::kb::parse;
 use sextant::llm;
 use sextant::structured::StructuredError;
 
@@ -70,6 +71,17 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // A parse worker (see `kb::parse::worker`): hidden from the command line help.
+    let raw: Vec<String> = std::env::args().collect();
+    if raw.get(1).map(String::as_str) == Some(parse::worker::WORKER_ARG) {
+        let code = parse::worker::run_worker(
+            &raw[2..],
+            &mut std::io::stdin().lock(),
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr(),
+        );
+        return ExitCode::from(code as u8);
+    }
     let args = Cli::parse();
     llm::configure_threads(args.threads);
     tracing_subscriber::fmt()

@@ -367,3 +367,26 @@ fn interview_over_a_pipe_prints_jsonl_turns_and_resumes() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--resume"), "{}", stderr(&o));
 }
+
+/// One writer per KB: a second one is refused with the holder named and nothing written;
+/// readers are not blocked, and the lock goes with its holder.
+#[test]
+fn a_second_writer_is_refused_and_told_who_writes() {
+    let kb = tempfile::tempdir().unwrap();
+    let kb_dir = kb.path().to_str().unwrap();
+    let held = sextant::kb::lock::WriterLock::try_acquire(kb.path()).unwrap();
+    let o = sextant(&["ingest", "--kb", kb_dir, "examples/kb"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("being written by process {}", std::process::id())),
+        "{err}"
+    );
+    let o = sextant(&["kb", "stats", "--kb", kb_dir, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stats: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(stats["documents"], 0);
+    drop(held);
+    let o = sextant(&["ingest", "--kb", kb_dir, "examples/kb/operations"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use serde_json::{json, Value};
+use sextant::kb::parse::worker;
 use sextant::service::{OpenOptions, Request, Service, ServiceError};
 use tauri::{Emitter, State};
 
@@ -122,6 +123,16 @@ async fn ingest(
 }
 
 fn main() {
+    // A parse worker for ingest (see `sextant::kb::parse::worker`), not the window.
+    let raw: Vec<String> = std::env::args().collect();
+    if raw.get(1).map(String::as_str) == Some(worker::WORKER_ARG) {
+        std::process::exit(worker::run_worker(
+            &raw[2..],
+            &mut std::io::stdin().lock(),
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr(),
+        ));
+    }
     let args = Args::parse();
     sextant::llm::configure_threads(None);
     let store = sextant::models::ModelStore::open(None);
@@ -133,6 +144,7 @@ fn main() {
             embedder: None,
             flow: args.flow,
             run_base: args.run_base,
+            parse_isolation: worker::Isolation::current_exe().ok(),
         },
     ) {
         Ok(s) => Engine(Ok(Arc::new(s))),

@@ -20,6 +20,9 @@ pub struct IngestArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// Longest time one file may take to parse; a file that takes longer is skipped.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    parse_timeout: u64,
     /// Folders or files to ingest (paths in the KB are relative to each).
     #[arg(required = true)]
     paths: Vec<PathBuf>,
@@ -27,7 +30,10 @@ pub struct IngestArgs {
 
 pub fn run(ctx: &Ctx, args: IngestArgs) -> Result<()> {
     let mut kb = ctx.open_kb(&args.kb)?;
-    let opts = IngestOptions::default();
+    let mut opts = IngestOptions::isolated()?;
+    if let Some(iso) = opts.isolation.as_mut() {
+        iso.timeout = std::time::Duration::from_secs(args.parse_timeout.max(1));
+    }
     run_ingest(&mut kb, &args.paths, &opts, args.json)?;
     if !args.watch {
         return Ok(());

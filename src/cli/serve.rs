@@ -6,6 +6,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 
 use sextant::kb::ingest::IngestOptions;
+use sextant::kb::parse::worker::Isolation;
 
 use super::{Ctx, KbArg};
 
@@ -46,23 +47,24 @@ pub fn run(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         if !args.allow_remote {
             bail!(
                 "--host {} is not a loopback address: anyone on the network could read your \
-                 documents; add --allow-remote (and --token) if that is what you want",
+                 documents; add --allow-remote and --token if that is what you want",
                 args.host
             );
         }
+        if args.token.is_none() {
+            bail!(
+                "--allow-remote needs --token (or SEXTANT_TOKEN): without one, anyone on the \
+                 network could read your documents and drive the model"
+            );
+        }
         eprintln!(
-            "warning: listening on {}, reachable from the network{}",
-            args.host,
-            if args.token.is_some() {
-                ""
-            } else {
-                " WITHOUT a token"
-            }
+            "warning: listening on {}, reachable from the network (token required)",
+            args.host
         );
     }
     if !args.ingest.is_empty() {
         let mut kb = ctx.open_kb(&args.kb)?;
-        super::ingest::run_ingest(&mut kb, &args.ingest, &IngestOptions::default(), false)?;
+        super::ingest::run_ingest(&mut kb, &args.ingest, &IngestOptions::isolated()?, false)?;
     }
     let svc = Service::open(
         &ctx.store,
@@ -72,6 +74,7 @@ pub fn run(ctx: &Ctx, args: ServeArgs) -> Result<()> {
             embedder: args.kb.embedder.clone(),
             flow: args.flow,
             run_base: args.run_base,
+            parse_isolation: Some(Isolation::current_exe()?),
         },
     )?;
     let svc = std::sync::Arc::new(svc);

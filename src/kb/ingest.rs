@@ -10,10 +10,14 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use tokenizers::Tokenizer;
+
 use super::chunk::{chunk_spans, ChunkParams};
+use super::lock::WriterLock;
 use super::parse::{self, DocKind, ParsedDoc};
 use super::store::{embed_text, NewChunk};
 use super::KnowledgeBase;
+use crate::embed::Embedder;
 
 /// Bump when parsing or chunking changes what is stored for the same file.
 pub const PARSER_VERSION: u32 = 2;
@@ -25,6 +29,10 @@ pub struct IngestOptions {
     /// Write the vector index after this many changed documents (a crash loses at most
     /// this much embedding work; the consistency check redoes it).
     pub checkpoint_every: usize,
+    /// Parse each file in a worker process (shells set this; see `parse::worker`). Without
+    /// it, parsing runs in this process, where a panic is caught but a stack overflow or
+    /// an endless loop in a parser would stop the whole ingest.
+    pub isolation: Option<parse::worker::Isolation>,
 }
 
 impl Default for IngestOptions {
@@ -33,7 +41,18 @@ impl Default for IngestOptions {
             chunk: ChunkParams::default(),
             max_file_bytes: parse::DEFAULT_MAX_FILE_BYTES,
             checkpoint_every: 16,
+            isolation: None,
         }
+    }
+}
+
+impl IngestOptions {
+    /// The defaults, with each file parsed in a worker run by this binary.
+    pub fn isolated() -> Result<IngestOptions> {
+        Ok(IngestOptions {
+            isolation: Some(parse::worker::Isolation::current_exe()?),
+            ..IngestOptions::default()
+        })
     }
 }
 
@@ -58,45 +77,65 @@ pub enum IngestEvent<'a> {
 }
 
 /// A file to consider, with its path relative to the ingested root.
-struct Candidate {
+pub struct Candidate {
     abs: PathBuf,
-    rel: String,
+    pub rel: String,
 }
 
-fn candidates(root: &Path) -> Vec<Candidate> {
+/// The documents under `root`, and the entries with a document's name that are not
+/// regular files (links are not followed: they could lead out of the folder or in a
+/// circle; a FIFO or device would block the read), each with why it is skipped.
+fn candidates(root: &Path) -> (Vec<Candidate>, Vec<(String, String)>) {
     if root.is_file() {
         let rel = root
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_default();
-        return vec![Candidate {
+        let file = Candidate {
             abs: root.to_path_buf(),
             rel,
-        }];
+        };
+        return (vec![file], Vec::new());
     }
-    let mut out: Vec<Candidate> = ignore::WalkBuilder::new(root)
+    let mut out = Vec::new();
+    let mut skipped = Vec::new();
+    let walk = ignore::WalkBuilder::new(root)
         .hidden(true)
         .git_ignore(true)
         .require_git(false)
-        .build()
-        .flatten()
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
-        .filter(|e| DocKind::from_path(e.path()).is_some())
-        .filter_map(|e| {
-            let rel = e.path().strip_prefix(root).ok()?;
-            let rel = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy())
-                .collect::<Vec<_>>()
-                .join("/");
-            Some(Candidate {
+        .build();
+    for e in walk.flatten() {
+        if DocKind::from_path(e.path()).is_none() {
+            continue;
+        }
+        let Ok(rel) = e.path().strip_prefix(root) else {
+            continue;
+        };
+        let rel = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        match e.file_type() {
+            Some(t) if t.is_file() => out.push(Candidate {
                 abs: e.path().to_path_buf(),
                 rel,
-            })
-        })
-        .collect();
+            }),
+            Some(t) if t.is_symlink() => skipped.push((
+                rel,
+                "a symbolic link; links are not followed (copy the file into the folder)"
+                    .to_string(),
+            )),
+            Some(t) if !t.is_dir() => skipped.push((
+                rel,
+                "not a regular file (a FIFO, socket or device)".to_string(),
+            )),
+            _ => {}
+        }
+    }
     out.sort_by(|a, b| a.rel.cmp(&b.rel));
-    out
+    skipped.sort();
+    (out, skipped)
 }
 
 /// The root a file is recorded under: the ingested folder (canonical), or for a single
@@ -146,79 +185,206 @@ pub fn make_chunks(
     Ok(chunks)
 }
 
+/// Ingests `roots` into `kb`, holding it throughout (the CLI's way). A caller that must
+/// let others read while it ingests drives an `IngestRun` itself.
 pub fn ingest(
     kb: &mut KnowledgeBase,
     roots: &[PathBuf],
     opts: &IngestOptions,
     on_event: &mut dyn FnMut(IngestEvent),
 ) -> Result<IngestReport> {
-    // Checked before anything is written, so a typo does not look like a deleted folder.
-    for root in roots {
-        if !root.exists() {
-            anyhow::bail!("{}: no such file or folder", root.display());
-        }
-    }
-    let start = Instant::now();
-    let mut report = IngestReport::default();
+    let mut run = IngestRun::start(kb, roots, opts)?;
     let tok = kb.embedder.counting_tokenizer();
-    let mut since_checkpoint = 0;
-    for root in roots {
-        let key = root_key(root)?;
-        let files = candidates(root);
-        on_event(IngestEvent::Found(files.len()));
-        let mut seen = std::collections::HashSet::new();
-        for c in &files {
-            seen.insert(c.rel.clone());
-            let chunks = match ingest_file(kb, &key, c, &tok, opts, &mut report) {
-                Ok(n) => n,
-                Err(e) => {
-                    report.skipped.push((c.rel.clone(), format!("{e:#}")));
-                    0
-                }
-            };
-            if chunks > 0 {
-                since_checkpoint += 1;
-                if since_checkpoint >= opts.checkpoint_every {
-                    kb.store.save_index()?;
-                    since_checkpoint = 0;
-                }
+    on_event(IngestEvent::Found(run.files.len()));
+    for i in 0..run.files.len() {
+        let chunks = match run.check(kb, i) {
+            Some(work) => {
+                let prepared = work.prepare(&kb.embedder, &tok, opts);
+                run.commit(kb, prepared)?
             }
-            on_event(IngestEvent::File {
-                path: &c.rel,
-                chunks,
-            });
-        }
-        // Only a folder's walk says what was deleted; a single file root says nothing
-        // about its siblings.
-        if Path::new(root).is_dir() {
-            for doc in kb.store.documents_under(&key)? {
-                if !seen.contains(&doc.path) {
-                    kb.store.remove_document(&key, &doc.path)?;
-                    report.removed.push(doc.path);
-                }
-            }
-        }
+            None => 0,
+        };
+        on_event(IngestEvent::File {
+            path: &run.files[i].candidate.rel,
+            chunks,
+        });
     }
-    kb.store.save_index()?;
-    report.seconds = start.elapsed().as_secs_f64();
-    Ok(report)
+    run.finish(kb)
 }
 
-/// Returns the number of chunks embedded (0 when unchanged).
-fn ingest_file(
-    kb: &mut KnowledgeBase,
+/// One ingest, in steps that need the KB only briefly: `check` (is the file new or
+/// changed?) and `commit` (write its rows and vectors) take the KB; `Work::prepare`
+/// (read, parse, chunk, embed: nearly all the time) does not. The writer lock is held from
+/// `start` to `finish`.
+pub struct IngestRun {
+    pub files: Vec<RunFile>,
+    roots: Vec<(String, bool)>,
+    report: IngestReport,
+    since_checkpoint: usize,
+    checkpoint_every: usize,
+    max_file_bytes: u64,
+    start: Instant,
+    _writer: WriterLock,
+}
+
+/// A file of the run, with the root it is recorded under.
+pub struct RunFile {
+    root: String,
+    pub candidate: Candidate,
+}
+
+/// A new or changed file to parse and embed.
+pub struct Work {
+    root: String,
+    rel: String,
+    abs: PathBuf,
+    bytes: Vec<u8>,
+    hash: String,
+    mtime_ns: i64,
+    existed: bool,
+}
+
+/// A file parsed, chunked and embedded, ready to commit (or why it is skipped).
+pub struct Prepared {
+    work: Work,
+    result: Result<(ParsedDoc, Vec<NewChunk>, Vec<Vec<f32>>)>,
+}
+
+impl IngestRun {
+    /// Takes the writer lock and lists the files (and what is skipped as not a file).
+    pub fn start(kb: &KnowledgeBase, roots: &[PathBuf], opts: &IngestOptions) -> Result<Self> {
+        let writer = WriterLock::try_acquire(kb.store.dir())?;
+        IngestRun::with_lock(writer, roots, opts)
+    }
+
+    /// Lists the files under a writer lock the caller took.
+    pub fn with_lock(writer: WriterLock, roots: &[PathBuf], opts: &IngestOptions) -> Result<Self> {
+        // Checked before anything is written, so a typo does not look like a deleted folder.
+        for root in roots {
+            if !root.exists() {
+                anyhow::bail!("{}: no such file or folder", root.display());
+            }
+        }
+        let mut run = IngestRun {
+            files: Vec::new(),
+            roots: Vec::new(),
+            report: IngestReport::default(),
+            since_checkpoint: 0,
+            checkpoint_every: opts.checkpoint_every,
+            max_file_bytes: opts.max_file_bytes,
+            start: Instant::now(),
+            _writer: writer,
+        };
+        for root in roots {
+            let key = root_key(root)?;
+            let (files, not_files) = candidates(root);
+            run.report.skipped.extend(not_files);
+            run.files.extend(files.into_iter().map(|candidate| RunFile {
+                root: key.clone(),
+                candidate,
+            }));
+            run.roots.push((key, root.is_dir()));
+        }
+        Ok(run)
+    }
+
+    /// File `i`: the work to do when it is new or changed; None when it is unchanged or
+    /// cannot be read (then it is in the report).
+    pub fn check(&mut self, kb: &KnowledgeBase, i: usize) -> Option<Work> {
+        let RunFile { root, candidate } = &self.files[i];
+        match check_file(kb, root, candidate, self.max_file_bytes) {
+            Ok(Some(work)) => Some(work),
+            Ok(None) => {
+                self.report.unchanged += 1;
+                None
+            }
+            Err(e) => {
+                self.report
+                    .skipped
+                    .push((candidate.rel.clone(), format!("{e:#}")));
+                None
+            }
+        }
+    }
+
+    /// Writes a prepared file (or records why it was skipped); returns its chunk count.
+    pub fn commit(&mut self, kb: &mut KnowledgeBase, prepared: Prepared) -> Result<usize> {
+        let Prepared { work, result } = prepared;
+        let (parsed, chunks, vectors) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                self.report.skipped.push((work.rel, format!("{e:#}")));
+                return Ok(0);
+            }
+        };
+        let keys = kb.store.replace_document(
+            &work.root,
+            &work.rel,
+            parsed.kind,
+            &parsed.title,
+            &work.hash,
+            work.mtime_ns,
+            work.bytes.len() as i64,
+            &parsed.sections,
+            &chunks,
+        )?;
+        kb.store.add_vectors(&keys, &vectors)?;
+        if work.existed {
+            self.report.changed.push(work.rel);
+        } else {
+            self.report.added.push(work.rel);
+        }
+        self.report.chunks_embedded += chunks.len();
+        if !chunks.is_empty() {
+            self.since_checkpoint += 1;
+            if self.since_checkpoint >= self.checkpoint_every {
+                kb.store.save_index()?;
+                self.since_checkpoint = 0;
+            }
+        }
+        Ok(chunks.len())
+    }
+
+    /// Removes what a folder no longer has, writes the index, and returns the summary.
+    pub fn finish(mut self, kb: &mut KnowledgeBase) -> Result<IngestReport> {
+        let seen: std::collections::HashSet<(&str, &str)> = self
+            .files
+            .iter()
+            .map(|f| (f.root.as_str(), f.candidate.rel.as_str()))
+            .collect();
+        // Only a folder's walk says what was deleted; a single file root says nothing
+        // about its siblings.
+        for (key, is_dir) in &self.roots {
+            if !is_dir {
+                continue;
+            }
+            for doc in kb.store.documents_under(key)? {
+                if !seen.contains(&(key.as_str(), doc.path.as_str())) {
+                    kb.store.remove_document(key, &doc.path)?;
+                    self.report.removed.push(doc.path);
+                }
+            }
+        }
+        kb.store.save_index()?;
+        self.report.seconds = self.start.elapsed().as_secs_f64();
+        Ok(self.report)
+    }
+}
+
+/// Whether a file is new or changed, by content hash (and its bytes when it is).
+fn check_file(
+    kb: &KnowledgeBase,
     root: &str,
     c: &Candidate,
-    tok: &tokenizers::Tokenizer,
-    opts: &IngestOptions,
-    report: &mut IngestReport,
-) -> Result<usize> {
+    max_file_bytes: u64,
+) -> Result<Option<Work>> {
     let meta = std::fs::metadata(&c.abs).context("cannot read")?;
-    if meta.len() > opts.max_file_bytes {
+    // Before reading: a huge file must not be read into memory only to be refused.
+    if meta.len() > max_file_bytes {
         anyhow::bail!(
             "too large ({} MB > {} MB limit)",
             meta.len() / 1_000_000,
-            opts.max_file_bytes / 1_000_000
+            max_file_bytes / 1_000_000
         );
     }
     let mtime_ns = meta
@@ -239,36 +405,39 @@ fn ingest_file(
             if doc.mtime_ns != mtime_ns {
                 kb.store.touch(doc.id, mtime_ns)?;
             }
-            report.unchanged += 1;
-            return Ok(0);
+            return Ok(None);
         }
     }
-    let parsed = parse::parse(&c.abs, &bytes)?;
-    let chunks = make_chunks(&parsed, tok, opts.chunk)?;
-    let texts: Vec<String> = chunks
-        .iter()
-        .map(|ch| embed_text(&parsed.sections[ch.section].path, &ch.text))
-        .collect();
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    // Embed before writing anything, so a failure leaves the old version in place.
-    let vectors = kb.embedder.embed(&refs)?;
-    let keys = kb.store.replace_document(
-        root,
-        &c.rel,
-        parsed.kind,
-        &parsed.title,
-        &hash,
+    Ok(Some(Work {
+        root: root.to_string(),
+        rel: c.rel.clone(),
+        abs: c.abs.clone(),
+        bytes,
+        hash,
         mtime_ns,
-        bytes.len() as i64,
-        &parsed.sections,
-        &chunks,
-    )?;
-    kb.store.add_vectors(&keys, &vectors)?;
-    if existing.is_some() {
-        report.changed.push(c.rel.clone());
-    } else {
-        report.added.push(c.rel.clone());
+        existed: existing.is_some(),
+    }))
+}
+
+impl Work {
+    /// Parses (in a worker when the options say so), chunks and embeds; needs no KB.
+    /// `tok` is the embedder's counting tokenizer.
+    pub fn prepare(self, embedder: &Embedder, tok: &Tokenizer, opts: &IngestOptions) -> Prepared {
+        let result = (|| {
+            let parsed = match &opts.isolation {
+                Some(iso) => parse::worker::parse_isolated(iso, &self.abs, &self.bytes)?,
+                None => std::panic::catch_unwind(|| parse::parse(&self.abs, &self.bytes))
+                    .map_err(|_| anyhow::anyhow!("the parser panicked on this file"))??,
+            };
+            let chunks = make_chunks(&parsed, tok, opts.chunk)?;
+            let texts: Vec<String> = chunks
+                .iter()
+                .map(|ch| embed_text(&parsed.sections[ch.section].path, &ch.text))
+                .collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = embedder.embed(&refs)?;
+            Ok((parsed, chunks, vectors))
+        })();
+        Prepared { work: self, result }
     }
-    report.chunks_embedded += chunks.len();
-    Ok(chunks.len())
 }

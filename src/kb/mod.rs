@@ -5,6 +5,7 @@
 pub mod chunk;
 pub mod domain;
 pub mod ingest;
+pub mod lock;
 pub mod parse;
 pub mod search;
 pub mod stopwords;
@@ -78,9 +79,24 @@ impl KnowledgeBase {
     /// Opens (or creates) the KB in `dir`, checks that chunks and vectors agree, and
     /// repairs what a crash left behind: re-embeds chunks without vectors, drops vectors
     /// without chunks.
+    ///
+    /// Repair writes, so it runs only when no other process is writing the KB; a reader
+    /// that opens a KB mid-ingest sees what is committed and leaves the rest to the writer.
     pub fn open(dir: &Path, embedder: Arc<Embedder>) -> Result<Self> {
         let mut store = Store::open(dir, embedder.dim, &embedder.name)?;
         let found = store.check().context("consistency check")?;
+        let Ok(_writer) = lock::WriterLock::try_acquire(dir) else {
+            tracing::info!(
+                "{}: another process is writing; not repairing",
+                dir.display()
+            );
+            return Ok(KnowledgeBase {
+                store,
+                embedder,
+                repaired: found,
+                domain: std::sync::OnceLock::new(),
+            });
+        };
         if !found.missing_vectors.is_empty() {
             tracing::warn!(
                 "{}: {} chunks had no vector (interrupted ingest?); embedding them again",

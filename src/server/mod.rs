@@ -7,6 +7,7 @@
 //! `Failure::from(ServiceError)` is the one place engine errors become HTTP statuses. The
 //! OpenAI wire formats are in `openai`.
 
+mod admission;
 mod openai;
 
 use std::convert::Infallible;
@@ -98,6 +99,8 @@ const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-
 struct App {
     svc: Arc<Service>,
     token: Option<Arc<str>>,
+    /// The address the server listens on: requests must name it (or loopback) as Host.
+    bound: SocketAddr,
 }
 
 pub struct ServeOptions {
@@ -163,6 +166,12 @@ impl From<ServiceError> for Failure {
                 code: Some("overloaded"),
                 message,
             },
+            ServiceError::KbBusy(_) => Failure {
+                status: StatusCode::CONFLICT,
+                kind: "conflict_error",
+                code: Some("kb_busy"),
+                message,
+            },
             ServiceError::Internal(_) => Failure::internal(message),
             ServiceError::BadRequest(_) => Failure::bad_request(message),
             other => Failure::bad_request(message).with_code(other.code()),
@@ -197,10 +206,11 @@ const PROTOCOL_ROUTES: &[(&str, &str, &str)] = &[
     ("POST", "/api/interview", "interview"),
 ];
 
-pub fn router(svc: Arc<Service>, token: Option<String>) -> Router {
+pub fn router(svc: Arc<Service>, token: Option<String>, bound: SocketAddr) -> Router {
     let app = App {
         svc,
         token: token.map(Arc::from),
+        bound,
     };
     let mut r = Router::new();
     for (path, _, _) in UI_FILES {
@@ -213,6 +223,10 @@ pub fn router(svc: Arc<Service>, token: Option<String>) -> Router {
         .route("/v1/embeddings", post(openai::embeddings))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(app.clone(), auth))
+        .layer(middleware::from_fn_with_state(
+            app.clone(),
+            admission::admit,
+        ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(app)
 }
@@ -223,7 +237,7 @@ pub async fn serve(svc: Arc<Service>, opts: ServeOptions) -> Result<()> {
         .with_context(|| format!("cannot listen on {}", opts.addr))?;
     let addr = listener.local_addr()?;
     eprintln!("listening on http://{addr}");
-    axum::serve(listener, router(svc, opts.token))
+    axum::serve(listener, router(svc, opts.token, addr))
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })

@@ -16,6 +16,9 @@ pub enum ServiceError {
     EmptyKb(#[from] EmptyKb),
     #[error("the model is busy ({ahead} requests ahead); retry in a few seconds")]
     Overloaded { ahead: usize },
+    /// Another process is writing the knowledge base.
+    #[error("{0}")]
+    KbBusy(String),
     /// The caller's schema (or grammar) cannot be decoded; the message names why.
     #[error("{0}")]
     UnsupportedSchema(String),
@@ -40,6 +43,7 @@ impl ServiceError {
             ServiceError::NotFound(_) => "not_found",
             ServiceError::EmptyKb(_) => "empty_kb",
             ServiceError::Overloaded { .. } => "overloaded",
+            ServiceError::KbBusy(_) => "kb_busy",
             ServiceError::UnsupportedSchema(_) => "unsupported_schema",
             ServiceError::Incomplete(_) => "incomplete",
             ServiceError::ContextLength(_) => "context_length_exceeded",
@@ -58,7 +62,9 @@ impl From<anyhow::Error> for ServiceError {
 impl From<StructuredError> for ServiceError {
     fn from(e: StructuredError) -> Self {
         match e {
-            StructuredError::Unsupported(_) => ServiceError::UnsupportedSchema(e.to_string()),
+            StructuredError::Unsupported(_) | StructuredError::Unsatisfied { .. } => {
+                ServiceError::UnsupportedSchema(e.to_string())
+            }
             StructuredError::Incomplete { .. } => ServiceError::Incomplete(e.to_string()),
             StructuredError::ContextFull { .. } => ServiceError::ContextLength(e.to_string()),
             StructuredError::Cancelled => ServiceError::Cancelled,

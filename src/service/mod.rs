@@ -26,7 +26,9 @@ pub use error::ServiceError;
 pub use request::{AskParams, Request};
 
 use crate::embed::Embedder;
-use crate::kb::ingest::{ingest, IngestEvent, IngestOptions};
+use crate::kb::ingest::{IngestOptions, IngestRun};
+use crate::kb::lock::WriterLock;
+use crate::kb::parse::worker::Isolation;
 use crate::kb::search::{search, SearchMode};
 use crate::kb::KnowledgeBase;
 use crate::llm::Llm;
@@ -47,6 +49,8 @@ pub struct ServiceConfig {
     pub flows_dir: PathBuf,
     pub run_base: PathBuf,
     pub interviews_dir: PathBuf,
+    /// How ingest parses files (a worker process per file, when the shell can run one).
+    pub parse_isolation: Option<Isolation>,
 }
 
 /// Where a service's knowledge base and models come from.
@@ -62,6 +66,9 @@ pub struct OpenOptions {
     pub flow: Option<PathBuf>,
     /// Where decision logs go (default: `<data dir>/sextant/runs`).
     pub run_base: Option<PathBuf>,
+    /// Parse ingested files in worker processes run like this (the shell's own binary,
+    /// which must handle `parse::worker::WORKER_ARG`).
+    pub parse_isolation: Option<Isolation>,
 }
 
 pub struct Service {
@@ -120,6 +127,7 @@ impl Service {
                 .run_base
                 .clone()
                 .unwrap_or_else(|| crate::data_dir().join("runs")),
+            parse_isolation: opts.parse_isolation.clone(),
         };
         Ok(Service::new(config, kb, llm))
     }
@@ -337,23 +345,27 @@ impl Service {
         on_progress: &mut dyn FnMut(usize, usize, &str),
     ) -> Result<Value, ServiceError> {
         let path = self.ingest_target(Some(path))?;
-        let mut kb = self.kb();
-        let (mut done, mut total) = (0, 0);
-        let report = ingest(
-            &mut kb,
-            std::slice::from_ref(&path),
-            &IngestOptions::default(),
-            &mut |ev| match ev {
-                IngestEvent::Found(n) => {
-                    total += n;
-                    on_progress(done, total, "");
-                }
-                IngestEvent::File { path, .. } => {
-                    done += 1;
-                    on_progress(done, total, path);
-                }
-            },
-        )?;
+        let opts = IngestOptions {
+            isolation: self.config.parse_isolation.clone(),
+            ..IngestOptions::default()
+        };
+        // The KB is held only to check and to commit each file, never while a file is
+        // parsed and embedded, so searches and reads go on during an ingest.
+        let writer = WriterLock::try_acquire(&self.config.kb_dir)
+            .map_err(|e| ServiceError::KbBusy(e.to_string()))?;
+        let mut run = IngestRun::with_lock(writer, std::slice::from_ref(&path), &opts)?;
+        let tok = self.embedder.counting_tokenizer();
+        let total = run.files.len();
+        on_progress(0, total, "");
+        for i in 0..total {
+            let work = run.check(&self.kb(), i);
+            if let Some(work) = work {
+                let prepared = work.prepare(&self.embedder, &tok, &opts);
+                run.commit(&mut self.kb(), prepared)?;
+            }
+            on_progress(i + 1, total, &run.files[i].candidate.rel);
+        }
+        let report = run.finish(&mut self.kb())?;
         *self.last_ingested.lock().unwrap_or_else(|p| p.into_inner()) = Some(path);
         Ok(json!({ "summary": report }))
     }

@@ -73,7 +73,7 @@ pub fn run_kb(
     let report = ingest(
         &mut kb,
         &[sample_kb.to_path_buf()],
-        &IngestOptions::default(),
+        &IngestOptions::isolated()?,
         &mut |_| {},
     )?;
     let sample_kb_mb = dir_mb(tmp.path(), sextant::kb::store::DB_FILE)

@@ -36,6 +36,9 @@ const BLOCK: &[&str] = &[
     "hr",
 ];
 
+/// Element nesting beyond which only text is kept (real pages nest a few dozen deep).
+const MAX_DEPTH: usize = 256;
+
 struct Walk {
     sections: Vec<Section>,
     preamble: String,
@@ -58,7 +61,21 @@ impl Walk {
         }
     }
 
-    fn visit(&mut self, node: NodeRef<'_, Node>) {
+    fn visit(&mut self, node: NodeRef<'_, Node>, depth: usize) {
+        if depth > MAX_DEPTH {
+            // Deeper than any real document: keep the text, not the structure, so a hostile
+            // file cannot overflow the stack.
+            let text: Vec<String> = node
+                .descendants()
+                .filter_map(|n| n.value().as_text().map(|t| collapse_ws(t)))
+                .filter(|t| !t.is_empty())
+                .collect();
+            if !text.is_empty() {
+                self.newline();
+                self.text().push_str(&text.join(" "));
+            }
+            return;
+        }
         match node.value() {
             Node::Text(t) => {
                 let s = collapse_ws(t);
@@ -97,7 +114,7 @@ impl Walk {
                     self.newline();
                 }
                 for child in node.children() {
-                    self.visit(child);
+                    self.visit(child, depth + 1);
                 }
                 if block {
                     self.newline();
@@ -105,7 +122,7 @@ impl Walk {
             }
             _ => {
                 for child in node.children() {
-                    self.visit(child);
+                    self.visit(child, depth + 1);
                 }
             }
         }
@@ -138,7 +155,7 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
         stack: HeadingStack::default(),
         anchors: Anchors::default(),
     };
-    walk.visit(doc.tree.root());
+    walk.visit(doc.tree.root(), 0);
     let first_h1 = walk
         .sections
         .iter()
@@ -183,6 +200,23 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nesting_deeper_than_any_page_keeps_its_text_without_recursing() {
+        let n = 20_000;
+        let html = format!(
+            "<h1>Deep</h1>{}the bottom line{}<p>after</p>",
+            "<div>".repeat(n),
+            "</div>".repeat(n)
+        );
+        // The default test thread has a 2 MiB stack: recursion per element would overflow.
+        let d = parse(&html, "deep");
+        let text: String = d.sections.iter().map(|s| s.text.clone()).collect();
+        assert!(
+            text.contains("the bottom line") && text.contains("after"),
+            "{text:.200}"
+        );
+    }
 
     #[test]
     fn headings_become_sections_and_scripts_are_dropped() {

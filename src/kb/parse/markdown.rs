@@ -5,7 +5,14 @@ use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 use super::{collapse_ws, Anchors, DocKind, HeadingStack, ParsedDoc, Section};
 
+/// Block-quote nesting kept; deeper `>` markers are dropped (their text stays). The
+/// parser's time grows with the square of the nesting, so a hostile file of tens of
+/// thousands of `>` would otherwise take minutes.
+const MAX_QUOTE_DEPTH: usize = 32;
+
 pub fn parse(source: &str, stem: &str) -> ParsedDoc {
+    let flattened = flatten_deep_quotes(source);
+    let source = flattened.as_deref().unwrap_or(source);
     let opts = Options::ENABLE_TABLES
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_YAML_STYLE_METADATA_BLOCKS
@@ -128,6 +135,45 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
     }
 }
 
+/// The source with block-quote markers beyond `MAX_QUOTE_DEPTH` removed, or None when no
+/// line nests that deep.
+fn flatten_deep_quotes(source: &str) -> Option<String> {
+    let depth = |line: &str| {
+        line.chars()
+            .take_while(|c| *c == '>' || *c == ' ')
+            .filter(|c| *c == '>')
+            .count()
+    };
+    if !source.lines().any(|l| depth(l) > MAX_QUOTE_DEPTH) {
+        return None;
+    }
+    let mut out = String::with_capacity(source.len());
+    for line in source.lines() {
+        let mut seen = 0;
+        let mut cut = 0;
+        for (i, c) in line.char_indices() {
+            match c {
+                '>' if seen < MAX_QUOTE_DEPTH => seen += 1,
+                '>' | ' ' => {}
+                _ => {
+                    cut = i;
+                    break;
+                }
+            }
+            cut = i + c.len_utf8();
+        }
+        if depth(line) > MAX_QUOTE_DEPTH {
+            out.push_str(&">".repeat(MAX_QUOTE_DEPTH));
+            out.push(' ');
+            out.push_str(line[cut..].trim_start());
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    Some(out)
+}
+
 fn heading_level(l: HeadingLevel) -> u8 {
     match l {
         HeadingLevel::H1 => 1,
@@ -235,6 +281,20 @@ Intro before headings.\n\n\
         assert_eq!(d.sections.len(), 1);
         assert_eq!(d.sections[0].heading, "Notes");
         assert_eq!(d.sections[0].text, "Just text.");
+    }
+
+    #[test]
+    fn deep_block_quotes_are_flattened_and_keep_their_text() {
+        let deep = format!("# Deep\n\n{} the bottom line\n", ">".repeat(50_000));
+        let t = std::time::Instant::now();
+        let d = parse(&deep, "deep");
+        assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+        assert!(
+            d.sections[0].text.contains("the bottom line"),
+            "{:?}",
+            d.sections
+        );
+        assert!(flatten_deep_quotes("> a\n>> b\n").is_none());
     }
 
     #[test]

@@ -9,13 +9,14 @@
 mod html;
 mod markdown;
 mod pdf;
+pub mod worker;
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::{bail, Result};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DocKind {
     Markdown,
@@ -46,7 +47,7 @@ impl DocKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Section {
     /// The most specific heading, exactly as written.
     pub heading: String,
@@ -62,7 +63,7 @@ pub struct Section {
     pub text: String,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ParsedDoc {
     pub kind: DocKind,
     /// Front-matter `title`, HTML `<title>`, PDF metadata title, or the first H1.
