@@ -111,7 +111,7 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             if matches!(
                 e.downcast_ref::<StructuredError>(),
-                Some(StructuredError::Incomplete { .. })
+                Some(StructuredError::Incomplete { .. } | StructuredError::BudgetTooSmall { .. })
             ) {
                 ExitCode::from(3)
             } else {

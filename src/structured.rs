@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::constrain::bounds::{bound_schema, BoundedSchema, Bounds};
+use crate::constrain::bounds::{bound_schema, minimal_instance, BoundedSchema, Bounds};
 use crate::constrain::compat;
 use crate::constrain::validate::{SchemaValidator, ValidationFailure};
 use crate::constrain::Grammar;
@@ -103,6 +103,17 @@ pub enum StructuredError {
     Invalid(#[from] ValidationFailure),
     #[error("the output is not valid JSON ({error}): {text}")]
     NotJson { error: String, text: String },
+    /// The token budget is below what the smallest valid output takes.
+    #[error(
+        "the token budget of {given} is too small for this schema: its smallest valid output \
+         ({minimal:.200}) takes {needed} tokens; raise --max-tokens (max_tokens in the API) to \
+         at least {needed}, better twice that"
+    )]
+    BudgetTooSmall {
+        needed: usize,
+        given: usize,
+        minimal: String,
+    },
     /// The grammar could only approximate the schema, and no try satisfied it.
     #[error(
         "no output satisfied the full schema in {attempts} tries ({failure}); the grammar \
@@ -127,6 +138,7 @@ impl StructuredError {
         match self {
             StructuredError::Unsupported(_) => "unsupported schema",
             StructuredError::Incomplete { .. } => "budget",
+            StructuredError::BudgetTooSmall { .. } => "budget too small",
             StructuredError::ContextFull { .. } => "context",
             StructuredError::Cancelled => "cancelled",
             StructuredError::EndedEarly { .. } => "ended early",
@@ -168,6 +180,21 @@ pub fn generate_structured(
             // Validate the caller's schema first: a schema error must name the schema,
             // not surface as a grammar failure.
             let validator = SchemaValidator::new(schema).map_err(StructuredError::Unsupported)?;
+            // A budget below what the smallest valid output needs can only run out:
+            // say so before decoding, with the figure.
+            if let Some(minimal) = minimal_instance(schema) {
+                let text = serde_json::to_string(&minimal).unwrap_or_default();
+                let needed = crate::llm::tokenizer::encode(&llm.tokenizer, &text)
+                    .map_err(StructuredError::Engine)?
+                    .len();
+                if needed > req.max_tokens {
+                    return Err(StructuredError::BudgetTooSmall {
+                        needed,
+                        given: req.max_tokens,
+                        minimal: text,
+                    });
+                }
+            }
             let (for_grammar, notes) = compat::for_grammar(schema);
             let bounded = bound_schema(&for_grammar, &req.bounds, req.max_tokens);
             (
@@ -363,11 +390,15 @@ mod tests {
 
     #[test]
     fn a_budget_too_small_gives_incomplete_not_invalid_json() {
+        // No minimal size can be told for a formatted string, so decoding starts and the
+        // budget runs out inside the object.
         let mut llm = tiny_llm(12).unwrap();
-        let s = crate::schemas::find("navigator-response").unwrap();
         let mut req = StructuredRequest::new(
             vec![Message::new("user", "hi")],
-            OutputSpec::JsonSchema(s.schema()),
+            OutputSpec::JsonSchema(serde_json::json!({
+                "type": "object", "required": ["mail"],
+                "properties": {"mail": {"type": "string", "format": "email"}}
+            })),
         );
         req.max_tokens = 6;
         let err = generate_structured(&mut llm, &req, &mut |_| {}).unwrap_err();
@@ -380,6 +411,24 @@ mod tests {
                 assert!(serde_json::from_str::<Value>(partial).is_err());
             }
             other => panic!("expected Incomplete, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_budget_below_the_smallest_valid_output_is_refused_before_decoding() {
+        let mut llm = tiny_llm(12).unwrap();
+        let s = crate::schemas::find("navigator-response").unwrap();
+        let mut req = StructuredRequest::new(
+            vec![Message::new("user", "hi")],
+            OutputSpec::JsonSchema(s.schema()),
+        );
+        req.max_tokens = 6;
+        match generate_structured(&mut llm, &req, &mut |_| {}) {
+            Err(StructuredError::BudgetTooSmall { needed, given, .. }) => {
+                assert_eq!(given, 6);
+                assert!(needed > 6, "{needed}");
+            }
+            other => panic!("expected BudgetTooSmall, got {:?}", other.map(|o| o.text)),
         }
     }
 

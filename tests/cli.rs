@@ -60,13 +60,21 @@ fn stream_writes_tokens_to_stderr_and_the_object_to_stdout() {
 
 #[test]
 fn an_exhausted_budget_exits_3_with_incomplete() {
+    // A formatted string has no minimal size the engine can tell, so decoding starts.
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("contact.json");
+    std::fs::write(
+        &schema,
+        r#"{"type": "object", "required": ["contact"], "properties": {"contact": {"type": "string", "format": "email"}}}"#,
+    )
+    .unwrap();
     let o = sextant(&[
         "generate",
         "--schema",
-        "navigator-response",
+        schema.to_str().unwrap(),
         "--max-tokens",
-        "10",
-        "Where is TLS configured?",
+        "5",
+        "Who do I email about TLS?",
     ]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(o.stdout.is_empty(), "no partial JSON on stdout");
@@ -389,4 +397,41 @@ fn a_second_writer_is_refused_and_told_who_writes() {
     drop(held);
     let o = sextant(&["ingest", "--kb", kb_dir, "examples/kb/operations"]);
     assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// A budget below what the schema's smallest valid output takes fails before decoding,
+/// with the figure, as the `incomplete` exit code.
+#[test]
+fn a_budget_too_small_for_the_required_fields_is_refused_with_the_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("wide.json");
+    let mut props = serde_json::Map::new();
+    for i in 0..8 {
+        props.insert(
+            format!("field_number_{i}"),
+            serde_json::json!({"type": "string", "minLength": 12}),
+        );
+    }
+    let keys: Vec<String> = props.keys().cloned().collect();
+    std::fs::write(
+        &schema,
+        serde_json::json!({"type": "object", "required": keys, "properties": props}).to_string(),
+    )
+    .unwrap();
+    let t = std::time::Instant::now();
+    let o = sextant(&[
+        "generate",
+        "--schema",
+        schema.to_str().unwrap(),
+        "--max-tokens",
+        "30",
+        "fill it",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = stderr(&o);
+    assert!(
+        err.contains("too small") && err.contains("at least"),
+        "{err}"
+    );
+    println!("refused in {:?}: {err}", t.elapsed());
 }

@@ -116,6 +116,7 @@ fn each_seed_schema_yields_a_valid_object_for_a_realistic_prompt() {
 fn a_small_budget_returns_incomplete() {
     let mut llm = llm();
     let s = sextant::schemas::find("navigator-response").unwrap();
+    // Below the smallest valid navigator object: refused before decoding, with the figure.
     let mut req = StructuredRequest::new(
         vec![Message::new("user", s.example_prompt)],
         OutputSpec::JsonSchema(s.schema()),
@@ -123,7 +124,22 @@ fn a_small_budget_returns_incomplete() {
     req.max_tokens = 12;
     let err = generate_structured(&mut llm, &req, &mut |_| {}).unwrap_err();
     assert!(
-        matches!(err, StructuredError::Incomplete { max_tokens: 12, .. }),
+        matches!(err, StructuredError::BudgetTooSmall { given: 12, .. }),
+        "{err}"
+    );
+    // Above it, but below what the model writes: incomplete, never partial JSON.
+    let schema = serde_json::json!({
+        "type": "object", "required": ["contact"],
+        "properties": {"contact": {"type": "string", "format": "email"}}
+    });
+    let mut req = StructuredRequest::new(
+        vec![Message::new("user", "Who do I email about a rollback?")],
+        OutputSpec::JsonSchema(schema),
+    );
+    req.max_tokens = 5;
+    let err = generate_structured(&mut llm, &req, &mut |_| {}).unwrap_err();
+    assert!(
+        matches!(err, StructuredError::Incomplete { max_tokens: 5, .. }),
         "{err}"
     );
 }

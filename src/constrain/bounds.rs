@@ -312,3 +312,125 @@ mod tests {
         assert_eq!(b.worst_case_chars, Some(2 + 1 + 4 + 122));
     }
 }
+
+/// The smallest value the schema's required structure admits, as far as it can be told
+/// without solving the schema (None: unknown, e.g. a pattern or an unresolvable `$ref`).
+/// Its token count is the least budget any valid output needs.
+pub fn minimal_instance(schema: &Value) -> Option<Value> {
+    minimal(schema, schema, 0)
+}
+
+fn minimal(v: &Value, root: &Value, depth: usize) -> Option<Value> {
+    if depth > 32 {
+        return None;
+    }
+    let obj = match v {
+        Value::Bool(true) => return Some(Value::from(0)),
+        Value::Object(o) => o,
+        _ => return None,
+    };
+    if let Some(Value::String(r)) = obj.get("$ref") {
+        let target = r.strip_prefix('#').and_then(|p| root.pointer(p))?;
+        return minimal(target, root, depth + 1);
+    }
+    if let Some(c) = obj.get("const") {
+        return Some(c.clone());
+    }
+    if let Some(Value::Array(xs)) = obj.get("enum") {
+        return xs.iter().min_by_key(|x| x.to_string().len()).cloned();
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(xs)) = obj.get(key) {
+            return xs
+                .iter()
+                .filter_map(|x| minimal(x, root, depth + 1))
+                .min_by_key(|x| x.to_string().len());
+        }
+    }
+    let count = |k: &str| {
+        obj.get(k)
+            .and_then(Value::as_f64)
+            .map_or(0, |n| n.max(0.0) as usize)
+    };
+    let ty = match obj.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(Value::Array(ts)) => ts.first().and_then(Value::as_str)?,
+        // No type: the smallest JSON value of the kind the keywords describe.
+        None if obj.contains_key("properties") || obj.contains_key("required") => "object",
+        None if obj.contains_key("items") || obj.contains_key("minItems") => "array",
+        None => return Some(Value::from(0)),
+        _ => return None,
+    };
+    Some(match ty {
+        "null" => Value::Null,
+        "boolean" => Value::Bool(true),
+        "integer" | "number" => {
+            let min = obj.get("minimum").and_then(Value::as_f64).unwrap_or(0.0);
+            Value::from(min.max(0.0).ceil() as i64)
+        }
+        "string" => {
+            if obj.contains_key("pattern") || obj.contains_key("format") {
+                return None;
+            }
+            Value::String("a".repeat(count("minLength")))
+        }
+        "array" => {
+            let n = count("minItems");
+            let item = match (n, obj.get("items")) {
+                (0, _) => Value::Null,
+                (_, Some(items)) => minimal(items, root, depth + 1)?,
+                (_, None) => Value::from(0),
+            };
+            Value::Array(vec![item; n])
+        }
+        "object" => {
+            let mut out = Map::new();
+            let props = obj.get("properties").and_then(Value::as_object);
+            for key in obj
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                let value = match props.and_then(|p| p.get(key)) {
+                    Some(s) => minimal(s, root, depth + 1)?,
+                    None => Value::from(0),
+                };
+                out.insert(key.to_string(), value);
+            }
+            Value::Object(out)
+        }
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod minimal_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_minimal_instance_holds_only_what_is_required() {
+        let s = json!({
+            "type": "object",
+            "required": ["id", "tags", "kind", "meta"],
+            "properties": {
+                "id": {"type": "integer", "minimum": 7},
+                "tags": {"type": "array", "minItems": 2, "items": {"type": "string", "minLength": 3}},
+                "kind": {"enum": ["alpha", "b"]},
+                "meta": {"$ref": "#/definitions/meta"},
+                "optional": {"type": "string", "minLength": 50}
+            },
+            "definitions": {"meta": {"type": "object", "required": ["ok"], "properties": {"ok": {"type": "boolean"}}}}
+        });
+        assert_eq!(
+            minimal_instance(&s).unwrap(),
+            json!({"id": 7, "tags": ["aaa", "aaa"], "kind": "b", "meta": {"ok": true}})
+        );
+        assert_eq!(
+            minimal_instance(&json!({"type": "string", "pattern": "^x+$"})),
+            None
+        );
+    }
+}

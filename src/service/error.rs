@@ -65,7 +65,9 @@ impl From<StructuredError> for ServiceError {
             StructuredError::Unsupported(_) | StructuredError::Unsatisfied { .. } => {
                 ServiceError::UnsupportedSchema(e.to_string())
             }
-            StructuredError::Incomplete { .. } => ServiceError::Incomplete(e.to_string()),
+            StructuredError::Incomplete { .. } | StructuredError::BudgetTooSmall { .. } => {
+                ServiceError::Incomplete(e.to_string())
+            }
             StructuredError::ContextFull { .. } => ServiceError::ContextLength(e.to_string()),
             StructuredError::Cancelled => ServiceError::Cancelled,
             other => ServiceError::Internal(other.into()),

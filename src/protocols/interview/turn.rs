@@ -74,6 +74,7 @@ impl TurnError {
                     | StructuredError::Invalid(_)
                     | StructuredError::NotJson { .. }
                     | StructuredError::Unsatisfied { .. }
+                    | StructuredError::BudgetTooSmall { .. }
             )
         ) {
             TurnError::JsonParseFailed
