@@ -62,7 +62,7 @@ impl WriterLock {
                     file,
                     "process {} ({program}), since {}",
                     std::process::id(),
-                    crate::protocols::routing::now_rfc3339()
+                    crate::jsonl::now_rfc3339()
                 )
                 .map_err(io)?;
                 Ok(WriterLock { _file: file })

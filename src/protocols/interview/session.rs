@@ -106,7 +106,7 @@ impl Interview {
             path,
             &Record::Session {
                 version: 1,
-                started: crate::protocols::routing::now_rfc3339(),
+                started: crate::jsonl::now_rfc3339(),
                 model: model.to_string(),
             },
         )?;
@@ -184,7 +184,7 @@ impl Interview {
             &self.path,
             &Record::Answer {
                 index: self.state.turns,
-                timestamp: crate::protocols::routing::now_rfc3339(),
+                timestamp: crate::jsonl::now_rfc3339(),
                 text: text.to_string(),
             },
         )?;
@@ -284,7 +284,7 @@ impl Interview {
             &self.path,
             &Record::Turn(Box::new(TurnRecord {
                 index: self.state.turns - 1,
-                timestamp: crate::protocols::routing::now_rfc3339(),
+                timestamp: crate::jsonl::now_rfc3339(),
                 turn: turn.clone(),
                 user_message: user_message.clone(),
                 assistant_message: assistant_message.clone(),
@@ -356,7 +356,7 @@ impl Interview {
 pub fn new_session_id() -> String {
     format!(
         "interview-{}",
-        crate::protocols::routing::now_rfc3339().replace([':', '-'], "")
+        crate::jsonl::now_rfc3339().replace([':', '-'], "")
     )
 }
 

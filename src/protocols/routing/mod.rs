@@ -17,9 +17,10 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::jsonl::now_rfc3339;
 pub use flow::{Charter, Detour, Flow, Limits, Step, EXAMPLE_FLOW};
 pub use kernel::kernel_check;
-pub use log::{append_log, log_path, now_rfc3339, read_log, record, LogEntry};
+pub use log::{append_log, log_path, read_log, record, LogEntry};
 pub use stages::{decoder_schema, deterministic, fast_path};
 pub use summary::{Concern, ForensicSummary, Iteration, Lint, Measurements, Tests};
 
