@@ -1,22 +1,25 @@
-//! Opening GGUF files: memory-mapped, with the header, metadata and every tensor's extent
-//! checked up front so that a truncated or foreign file fails with a message naming the
-//! file, not deep inside a model constructor.
+//! Opening GGUF files: the header, metadata and every tensor's extent checked up front so
+//! that a truncated or foreign file fails with a message naming the file, not deep inside a
+//! model constructor.
+//!
+//! Tensors are read with positioned reads, not through a memory map: every weight is
+//! converted at load (re-quantized, fused, copied), so mapped pages would only add the whole
+//! file to the process's peak memory on top of the converted weights.
 
 use std::fs::File;
-use std::io::Cursor;
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::QTensor;
 use candle_core::Device;
-use memmap2::Mmap;
 
 /// An opened, checked GGUF file.
 pub struct GgufFile {
     pub path: PathBuf,
     pub content: Content,
-    mmap: Mmap,
+    len: u64,
 }
 
 /// What `models import` and `models list` show of a GGUF file.
@@ -30,23 +33,25 @@ pub struct GgufSummary {
 impl GgufFile {
     pub fn open(path: &Path) -> Result<Self> {
         let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        // SAFETY: the model store never rewrites a file in place (pull and import write a
-        // temp file and rename), so the mapping is not mutated under us.
-        let mmap = unsafe { Mmap::map(&file) }
-            .with_context(|| format!("cannot memory-map {}", path.display()))?;
-        if mmap.len() < 4 || &mmap[..4] != b"GGUF" {
+        let len = file
+            .metadata()
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .len();
+        let mut reader = BufReader::new(file);
+        let mut magic = [0u8; 4];
+        if reader.read_exact(&mut magic).is_err() || &magic != b"GGUF" {
             bail!(
                 "{} is not a GGUF file (it does not start with the GGUF magic)",
                 path.display()
             );
         }
-        let content = Content::read(&mut Cursor::new(&mmap[..])).map_err(|e| {
+        reader.seek(SeekFrom::Start(0))?;
+        let content = Content::read(&mut reader).map_err(|e| {
             anyhow!(
                 "{} is not a readable GGUF file ({e}); it may be truncated — fetch or copy it again",
                 path.display()
             )
         })?;
-        let len = mmap.len() as u64;
         for (name, info) in &content.tensor_infos {
             let elems = info.shape.elem_count();
             let bytes = (elems / info.ggml_dtype.block_size() * info.ggml_dtype.type_size()) as u64;
@@ -62,7 +67,7 @@ impl GgufFile {
         Ok(GgufFile {
             path: path.to_path_buf(),
             content,
-            mmap,
+            len,
         })
     }
 
@@ -103,10 +108,13 @@ impl GgufFile {
         self.content.tensor_infos.contains_key(name)
     }
 
-    /// Reads one tensor (from the memory map) onto `device`.
+    /// Reads one tensor onto `device` (callable from several threads: each read opens its
+    /// own handle).
     pub fn tensor(&self, name: &str, device: &Device) -> Result<QTensor> {
+        let file = File::open(&self.path)
+            .with_context(|| format!("cannot open {}", self.path.display()))?;
         self.content
-            .tensor(&mut Cursor::new(&self.mmap[..]), name, device)
+            .tensor(&mut BufReader::new(file), name, device)
             .with_context(|| format!("{}: tensor '{name}'", self.path.display()))
     }
 
@@ -114,7 +122,7 @@ impl GgufFile {
         Ok(GgufSummary {
             architecture: self.architecture()?,
             tensors: self.content.tensor_infos.len(),
-            bytes: self.mmap.len() as u64,
+            bytes: self.len,
         })
     }
 }

@@ -3,13 +3,16 @@
 //! loop. Knows nothing of schemas beyond the `Constraint` it is handed.
 
 pub mod chat_template;
+pub mod decoder;
 pub mod generate;
 pub mod gguf;
 pub mod llama;
+pub mod qwen2;
 pub mod sampling;
 #[cfg(test)]
 pub(crate) mod tiny;
 pub mod tokenizer;
+pub mod weights;
 
 use std::path::Path;
 use std::time::Instant;
@@ -23,9 +26,10 @@ use crate::constrain::GrammarEngine;
 use crate::models::VerifiedModel;
 use chat_template::{ChatTemplate, Message};
 
-/// GGUF `general.architecture` values with a model module. Adding a family (qwen2, phi3,
-/// gemma3) means one module implementing `CausalLm` and one arm in `Llm::load_path`.
-pub const SUPPORTED_ARCHITECTURES: &[&str] = &["llama"];
+/// GGUF `general.architecture` values with a model module. Adding a family (phi3, gemma3)
+/// means one module building a `decoder::Decoder` (or another `CausalLm`) and one arm in
+/// `Llm::load_path`.
+pub const SUPPORTED_ARCHITECTURES: &[&str] = &["llama", "qwen2"];
 
 /// A causal language model with its own KV cache.
 pub trait CausalLm: Send {
@@ -40,43 +44,40 @@ pub trait CausalLm: Send {
     fn cached_tokens(&self) -> &[u32];
     fn n_vocab(&self) -> usize;
     fn n_ctx(&self) -> usize;
-}
-
-#[derive(Debug, Clone)]
-pub struct LoadOptions {
-    /// Weight type for decoding matmuls. Q8_0 has SIMD kernels and loses nothing measurable
-    /// against the shipped Q4_1 (which has no SIMD kernel in candle).
-    pub decode_dtype: GgmlDType,
-    /// Keep f32 copies of linear weights for prompt processing (f32 GEMM is much faster
-    /// than quantized matmul over many rows). Costs 4 bytes per parameter.
-    pub prefill_f32: bool,
-}
-
-impl Default for LoadOptions {
-    fn default() -> Self {
-        LoadOptions {
-            decode_dtype: GgmlDType::Q8_0,
-            prefill_f32: true,
-        }
+    /// How the weights are held (types as stored or re-quantized, prompt copies), for
+    /// benchmarks and `--explain`.
+    fn weights_summary(&self) -> String {
+        String::new()
     }
 }
 
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Force every linear weight to this type (benchmarks, tests). `None`: the file's type
+    /// where candle has a SIMD kernel for it, else Q8_0 (see `weights`).
+    pub decode_dtype: Option<GgmlDType>,
+    /// Force f32 copies of the linear weights for prompt processing on or off. `None`:
+    /// kept while they fit `weights::PREFILL_F32_BUDGET`.
+    pub prefill_f32: Option<bool>,
+}
+
 impl LoadOptions {
-    /// Defaults, overridable with `SEXTANT_DECODE_QUANT` (q8_0, q4_0, f16, f32) and
+    /// Defaults, overridable with `SEXTANT_DECODE_QUANT` (native, q8_0, q4_0, f16, f32) and
     /// `SEXTANT_PREFILL_F32` (0/1) for benchmarking.
     pub fn from_env() -> Result<Self> {
         let mut o = LoadOptions::default();
         if let Ok(q) = std::env::var("SEXTANT_DECODE_QUANT") {
             o.decode_dtype = match q.to_ascii_lowercase().as_str() {
-                "q8_0" => GgmlDType::Q8_0,
-                "q4_0" => GgmlDType::Q4_0,
-                "f16" => GgmlDType::F16,
-                "f32" => GgmlDType::F32,
-                other => bail!("SEXTANT_DECODE_QUANT={other}: use q8_0, q4_0, f16 or f32"),
+                "native" => None,
+                "q8_0" => Some(GgmlDType::Q8_0),
+                "q4_0" => Some(GgmlDType::Q4_0),
+                "f16" => Some(GgmlDType::F16),
+                "f32" => Some(GgmlDType::F32),
+                other => bail!("SEXTANT_DECODE_QUANT={other}: use native, q8_0, q4_0, f16 or f32"),
             };
         }
         if let Ok(v) = std::env::var("SEXTANT_PREFILL_F32") {
-            o.prefill_f32 = v != "0";
+            o.prefill_f32 = Some(v != "0");
         }
         Ok(o)
     }
@@ -138,7 +139,8 @@ impl Llm {
         let file = gguf::GgufFile::open(path)?;
         let architecture = file.architecture()?;
         let model: Box<dyn CausalLm> = match architecture.as_str() {
-            "llama" => Box::new(llama::Llama::from_gguf(&file, opts, &device)?),
+            "llama" => Box::new(llama::load(&file, opts, &device)?),
+            "qwen2" => Box::new(qwen2::load(&file, opts, &device)?),
             other => bail!(
                 "{}: architecture '{other}' is not supported yet (supported: {})",
                 path.display(),

@@ -6,7 +6,7 @@ use candle_core::quantized::GgmlDType;
 use candle_core::Device;
 
 use super::chat_template::{ChatTemplate, CHATML};
-use super::llama::{Llama, LlamaConfig};
+use super::decoder::{Decoder, DecoderConfig, Variant};
 use super::tokenizer::{build_bpe, BpeParts};
 use super::{Llm, LoadOptions};
 
@@ -59,8 +59,8 @@ pub fn tiny_tokenizer() -> Result<tokenizers::Tokenizer> {
     })
 }
 
-pub fn tiny_config(n_vocab: usize) -> LlamaConfig {
-    LlamaConfig {
+pub fn tiny_config(n_vocab: usize, variant: Variant) -> DecoderConfig {
+    DecoderConfig {
         n_layer: 2,
         n_embd: 64,
         n_head: 4,
@@ -70,21 +70,23 @@ pub fn tiny_config(n_vocab: usize) -> LlamaConfig {
         n_ctx: 4096,
         rope_base: 10_000.0,
         rms_eps: 1e-5,
+        variant,
     }
 }
 
-pub fn tiny_llama(seed: u64, opts: &LoadOptions) -> Result<Llama> {
+pub fn tiny_decoder(seed: u64, variant: Variant, opts: &LoadOptions) -> Result<Decoder> {
     let tok = tiny_tokenizer()?;
-    Llama::random(tiny_config(tok.get_vocab_size(true)), seed, opts)
+    Decoder::random(tiny_config(tok.get_vocab_size(true), variant), seed, opts)
 }
 
 pub fn tiny_llm(seed: u64) -> Result<Llm> {
     let tok = tiny_tokenizer()?;
     let opts = LoadOptions {
-        decode_dtype: GgmlDType::Q8_0,
-        prefill_f32: true,
+        decode_dtype: Some(GgmlDType::Q8_0),
+        prefill_f32: Some(true),
     };
-    let model = Llama::random(tiny_config(tok.get_vocab_size(true)), seed, &opts)?;
+    let cfg = tiny_config(tok.get_vocab_size(true), Variant::LLAMA);
+    let model = Decoder::random(cfg, seed, &opts)?;
     let eos = vec![2, 0];
     Llm::from_parts(
         "tiny-random",

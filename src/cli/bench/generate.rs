@@ -169,7 +169,7 @@ pub fn run_generate(model: &VerifiedModel, args: &BenchArgs) -> Result<()> {
     let constrained = median(con_rates);
     let report = BenchReport {
         model: llm.name.clone(),
-        decode_dtype: format!("{:?}", opts.decode_dtype),
+        decode_dtype: llm.model.weights_summary(),
         threads: sextant::llm::threads(),
         load_ms,
         prompt_tokens: long.len(),

@@ -1,0 +1,391 @@
+//! Where a model family's weights come from (a GGUF file or a seeded random initialisation)
+//! and the form they take in memory: the linear layers and the token embedding.
+//!
+//! Policy, per linear layer: a weight type with a SIMD kernel in candle (Q4_0, Q8_0 and the
+//! K-quants) is used as the file stores it; any other (Q4_1, Q5_0, Q5_1, f16, …) is
+//! re-quantized once at load to Q8_0, which has one and loses nothing measurable against a
+//! 4–5-bit source. What was re-quantized is counted in `WeightReport` and shown by
+//! `sextant bench generate`. f32 copies for prompt processing are kept only while they fit
+//! the memory budget (`PREFILL_F32_BUDGET`): they make a 135M model's prompts several times
+//! faster, but would cost 2 GB for a 0.5B model, which instead dequantizes each weight for
+//! the duration of one prompt-sized matmul.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor};
+use candle_core::{DType, Device, Module, Tensor};
+
+use super::gguf::GgufFile;
+use super::LoadOptions;
+
+/// The most memory f32 prefill copies may take (all linear layers together).
+pub const PREFILL_F32_BUDGET: usize = 768 << 20;
+
+/// Below this many rows the quantized path is faster than f32 GEMM (GEMV is bandwidth
+/// bound; the f32 weights are 4× the bytes of Q8_0).
+const PREFILL_F32_MIN_ROWS: usize = 8;
+
+/// From this many rows on, a layer without an f32 copy dequantizes its weight for the call.
+const PREFILL_DEQUANTIZE_MIN_ROWS: usize = 32;
+
+/// Weight types whose matmul has a SIMD kernel in candle on x86-64 (AVX2) and aarch64.
+pub fn has_fast_kernel(dtype: GgmlDType) -> bool {
+    matches!(
+        dtype,
+        GgmlDType::Q4_0
+            | GgmlDType::Q8_0
+            | GgmlDType::Q2K
+            | GgmlDType::Q3K
+            | GgmlDType::Q4K
+            | GgmlDType::Q5K
+            | GgmlDType::Q6K
+    )
+}
+
+/// Weights of one model, by GGUF tensor name.
+pub trait WeightSource: Sync {
+    /// A tensor as f32 (norms, biases, and weights that get re-quantized).
+    fn get(&self, name: &str) -> Result<Tensor>;
+    /// A tensor as stored (quantized), on the CPU.
+    fn quantized(&self, name: &str) -> Result<QTensor>;
+    fn has(&self, name: &str) -> bool;
+}
+
+pub struct GgufWeights<'a> {
+    pub file: &'a GgufFile,
+    pub device: Device,
+}
+
+impl WeightSource for GgufWeights<'_> {
+    fn get(&self, name: &str) -> Result<Tensor> {
+        // Dequantize on the CPU: re-quantisation and fusing happen there anyway.
+        let t = self.quantized(name)?.dequantize(&Device::Cpu)?;
+        Ok(t.to_device(&self.device)?)
+    }
+    fn quantized(&self, name: &str) -> Result<QTensor> {
+        self.file.tensor(name, &Device::Cpu)
+    }
+    fn has(&self, name: &str) -> bool {
+        self.file.has_tensor(name)
+    }
+}
+
+/// What the loader did with the file's weight types: `(from, to) -> tensors`.
+#[derive(Debug, Default, Clone)]
+pub struct WeightReport {
+    pub conversions: BTreeMap<(String, String), usize>,
+    pub prefill_f32: bool,
+}
+
+impl WeightReport {
+    fn record(&mut self, from: GgmlDType, to: &str, n: usize) {
+        *self
+            .conversions
+            .entry((format!("{from:?}"), to.to_string()))
+            .or_default() += n;
+    }
+
+    fn merge(&mut self, other: &WeightReport) {
+        for (k, v) in &other.conversions {
+            *self.conversions.entry(k.clone()).or_default() += v;
+        }
+    }
+
+    pub fn merged(reports: impl IntoIterator<Item = WeightReport>) -> WeightReport {
+        let mut all = WeightReport::default();
+        for r in reports {
+            all.merge(&r);
+        }
+        all
+    }
+
+    /// One line, e.g. `Q6K as is ×12, Q5_0→Q8_0 ×133; prompt: quantized`.
+    pub fn summary(&self) -> String {
+        let parts: Vec<String> = self
+            .conversions
+            .iter()
+            .map(|((from, to), n)| {
+                if from == to {
+                    format!("{from} as is ×{n}")
+                } else {
+                    format!("{from}→{to} ×{n}")
+                }
+            })
+            .collect();
+        format!(
+            "{}; prompt: {}",
+            parts.join(", "),
+            if self.prefill_f32 {
+                "f32 copies"
+            } else {
+                "dequantized per call"
+            }
+        )
+    }
+}
+
+/// A linear layer: weights for decoding (quantized) and, optionally, an f32 copy for
+/// prompt processing.
+pub struct Linear {
+    decode: QMatMul,
+    prefill: Option<Tensor>,
+    /// Input width of the decode weights: the real width, or that rounded up to a multiple
+    /// of 256 with zero columns (see `decode_pad_k`).
+    decode_k: usize,
+    bias: Option<Tensor>,
+}
+
+/// candle's repacked Q8_0 kernels (AVX512-VNNI / AVX-VNNI `vpdpbusd`, 16 columns per
+/// instruction) need the input width to be a multiple of 256; otherwise the generic AVX2
+/// dot product runs, about 3× slower per weight. SmolLM2's width is 576, so zero-padding it
+/// to 768 costs a third more multiply-adds and still wins clearly (measured: README,
+/// Performance). Returns the width to pad to, if padding applies.
+fn decode_pad_k(k: usize, n: usize, dtype: GgmlDType) -> Option<usize> {
+    let vnni = {
+        #[cfg(target_arch = "x86_64")]
+        {
+            (is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni"))
+                || is_x86_feature_detected!("avxvnni")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    };
+    let off = std::env::var("SEXTANT_PAD_K").is_ok_and(|v| v == "0");
+    if !vnni || off || dtype != GgmlDType::Q8_0 || k.is_multiple_of(256) || !n.is_multiple_of(16) {
+        return None;
+    }
+    Some(k.div_ceil(256) * 256)
+}
+
+/// Stacks quantized matrices of one type and width by rows (their blocks are row-major,
+/// so this is a byte concatenation).
+fn stack_rows(parts: &[QTensor]) -> Result<QTensor> {
+    let dtype = parts[0].dtype();
+    let k = parts[0].shape().dims2()?.1;
+    let mut bytes = Vec::new();
+    let mut rows = 0;
+    for p in parts {
+        let (n, pk) = p.shape().dims2()?;
+        if p.dtype() != dtype || pk != k {
+            bail!("cannot stack {:?}×{pk} onto {dtype:?}×{k}", p.dtype());
+        }
+        bytes.extend_from_slice(&p.data()?);
+        rows += n;
+    }
+    let storage = QStorage::from_data(Cow::Owned(bytes), &Device::Cpu, dtype)?;
+    Ok(QTensor::new(storage, (rows, k))?)
+}
+
+impl Linear {
+    /// The layer whose weight is the row-wise concatenation of `names` (fused Q/K/V or
+    /// gate/up), with the matching biases when `bias` is set.
+    pub fn load(
+        src: &dyn WeightSource,
+        names: &[String],
+        bias: bool,
+        opts: &LoadOptions,
+        prefill_f32: bool,
+        device: &Device,
+        report: &mut WeightReport,
+    ) -> Result<Self> {
+        let parts = names
+            .iter()
+            .map(|n| src.quantized(&format!("{n}.weight")))
+            .collect::<Result<Vec<_>>>()?;
+        let dtype = parts[0].dtype();
+        let native = opts.decode_dtype.is_none()
+            && device.is_cpu()
+            && has_fast_kernel(dtype)
+            && parts.iter().all(|p| p.dtype() == dtype);
+        let dense = |parts: &[QTensor]| -> Result<Tensor> {
+            let ts = parts
+                .iter()
+                .map(|p| Ok(p.dequantize(&Device::Cpu)?.to_device(device)?))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Tensor::cat(&ts, 0)?)
+        };
+        let (n, k) = (
+            parts
+                .iter()
+                .map(|p| p.shape().dims2().map(|d| d.0))
+                .sum::<candle_core::Result<usize>>()?,
+            parts[0].shape().dims2()?.1,
+        );
+        let prefill = if prefill_f32 {
+            Some(dense(&parts)?)
+        } else {
+            None
+        };
+        let (decode, decode_k) = if native {
+            for p in &parts {
+                report.record(p.dtype(), &format!("{dtype:?}"), 1);
+            }
+            let q = if parts.len() == 1 {
+                parts.into_iter().next().expect("one part")
+            } else {
+                stack_rows(&parts)?
+            };
+            (QMatMul::from_qtensor(q)?, k)
+        } else {
+            let target = opts.decode_dtype.unwrap_or(GgmlDType::Q8_0);
+            for p in &parts {
+                report.record(p.dtype(), &format!("{target:?}"), 1);
+            }
+            let w = match &prefill {
+                Some(w) => w.clone(),
+                None => dense(&parts)?,
+            };
+            let pad = if device.is_cpu() {
+                decode_pad_k(k, n, target)
+            } else {
+                None
+            };
+            let wd = match pad {
+                Some(kp) => w.pad_with_zeros(1, 0, kp - k)?,
+                None => w,
+            };
+            let decode = match target {
+                GgmlDType::F32 => QMatMul::Tensor(wd),
+                GgmlDType::F16 => QMatMul::TensorF16(wd.to_dtype(DType::F16)?),
+                dt => QMatMul::from_qtensor(QTensor::quantize(&wd, dt)?)?,
+            };
+            (decode, pad.unwrap_or(k))
+        };
+        let bias = if bias {
+            let bs = names
+                .iter()
+                .map(|n| src.get(&format!("{n}.bias")))
+                .collect::<Result<Vec<_>>>()?;
+            Some(Tensor::cat(&bs, 0)?.unsqueeze(0)?)
+        } else {
+            None
+        };
+        // f32 decode weights are the prefill copy already.
+        let prefill = prefill.filter(|_| opts.decode_dtype != Some(GgmlDType::F32));
+        Ok(Linear {
+            decode,
+            prefill,
+            decode_k,
+            bias,
+        })
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let (rows, k) = x.dims2()?;
+        let y = match &self.prefill {
+            Some(w) if rows >= PREFILL_F32_MIN_ROWS => x.matmul(&w.t()?)?,
+            // Without copies, a prompt's rows amortise dequantizing the weight for one f32
+            // GEMM (measured on Qwen2.5 0.5B, 512 tokens, 2 threads: 84 tok/s against 52
+            // through the quantized matmul; f32 copies would give 105 for 2 GB more).
+            None if rows >= PREFILL_DEQUANTIZE_MIN_ROWS => {
+                let w = match &self.decode {
+                    QMatMul::QTensor(q) if x.device().is_cpu() => dequantize_parallel(q)?,
+                    QMatMul::QTensor(q) => q.dequantize(x.device())?,
+                    QMatMul::Tensor(t) => t.clone(),
+                    QMatMul::TensorF16(t) => t.to_dtype(DType::F32)?,
+                };
+                let w = if self.decode_k > k {
+                    w.narrow(1, 0, k)?
+                } else {
+                    w
+                };
+                x.matmul(&w.t()?)?
+            }
+            _ if self.decode_k > k => {
+                self.decode
+                    .forward(&x.pad_with_zeros(1, 0, self.decode_k - k)?)?
+            }
+            _ => self.decode.forward(x)?,
+        };
+        Ok(match &self.bias {
+            Some(b) => y.broadcast_add(b)?,
+            None => y,
+        })
+    }
+}
+
+/// Dequantizes a CPU matrix to f32 on all threads (candle's `dequantize` uses one).
+fn dequantize_parallel(q: &QTensor) -> Result<Tensor> {
+    use rayon::prelude::*;
+    let (rows, k) = q.shape().dims2()?;
+    let dtype = q.dtype();
+    let row_bytes = k / dtype.block_size() * dtype.type_size();
+    let data = q.data()?;
+    const ROWS_PER_TASK: usize = 64;
+    let mut out = vec![0f32; rows * k];
+    out.par_chunks_mut(ROWS_PER_TASK * k)
+        .zip(data.par_chunks(ROWS_PER_TASK * row_bytes))
+        .try_for_each(|(dst, src)| -> Result<()> {
+            let n = src.len() / row_bytes;
+            let storage = QStorage::from_data(Cow::Borrowed(src), &Device::Cpu, dtype)?;
+            let t = QTensor::new(storage, (n, k))?.dequantize(&Device::Cpu)?;
+            dst.copy_from_slice(&t.flatten_all()?.to_vec1::<f32>()?);
+            Ok(())
+        })?;
+    Ok(Tensor::from_vec(out, (rows, k), &Device::Cpu)?)
+}
+
+/// The token embedding table, kept in the file's (quantized) type: rows are dequantized
+/// as tokens are looked up, so a 152k-token vocabulary costs its file size, not 545 MB of
+/// f32.
+pub struct TokenEmbedding {
+    dtype: GgmlDType,
+    width: usize,
+    row_bytes: usize,
+    data: Vec<u8>,
+    device: Device,
+}
+
+impl TokenEmbedding {
+    pub fn new(q: &QTensor, device: &Device) -> Result<Self> {
+        let (rows, width) = q.shape().dims2()?;
+        let dtype = q.dtype();
+        if !width.is_multiple_of(dtype.block_size()) {
+            bail!("token embedding width {width} is not a multiple of {dtype:?} blocks");
+        }
+        let row_bytes = width / dtype.block_size() * dtype.type_size();
+        let data = q.data()?.into_owned();
+        if data.len() != rows * row_bytes {
+            bail!(
+                "token embedding has {} bytes, expected {}",
+                data.len(),
+                rows * row_bytes
+            );
+        }
+        Ok(TokenEmbedding {
+            dtype,
+            width,
+            row_bytes,
+            data,
+            device: device.clone(),
+        })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.data.len() / self.row_bytes
+    }
+
+    /// `(tokens.len(), width)` f32 rows.
+    pub fn lookup(&self, tokens: &[u32]) -> Result<Tensor> {
+        let mut out = Vec::with_capacity(tokens.len() * self.width);
+        for &t in tokens {
+            let t = t as usize;
+            if t >= self.rows() {
+                bail!("token id {t} is outside the vocabulary of {}", self.rows());
+            }
+            let bytes = &self.data[t * self.row_bytes..(t + 1) * self.row_bytes];
+            let storage = QStorage::from_data(Cow::Borrowed(bytes), &Device::Cpu, self.dtype)?;
+            let row = QTensor::new(storage, (1, self.width))?.dequantize(&Device::Cpu)?;
+            out.extend(row.flatten_all()?.to_vec1::<f32>()?);
+        }
+        Ok(Tensor::from_vec(
+            out,
+            (tokens.len(), self.width),
+            &self.device,
+        )?)
+    }
+}
