@@ -25,7 +25,8 @@ struct Cli {
     /// Model directory (default: $SEXTANT_MODELS, else <data dir>/sextant/models).
     #[arg(long, global = true, value_name = "DIR")]
     models: Option<PathBuf>,
-    /// LLM to use, by name in the model store (default: the embedded SmolLM2).
+    /// LLM to use, by name in the model store (default: the embedded Qwen2.5-Coder-0.5B;
+    /// smollm2-135m-instruct is the small, fast one).
     #[arg(long, global = true, env = "SEXTANT_LLM", value_name = "NAME")]
     llm: Option<String>,
     /// CPU threads for the model (default: all cores).

@@ -108,7 +108,7 @@ fn a_missing_model_names_the_model_and_the_fix() {
     ]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
-    assert!(err.contains("smollm2-135m-instruct"), "{err}");
+    assert!(err.contains("qwen2.5-coder-0.5b-instruct"), "{err}");
     assert!(err.contains("sextant models pull"), "{err}");
 }
 
@@ -118,7 +118,11 @@ fn models_list_reports_the_defaults_as_verified() {
     assert!(o.status.success(), "{}", stderr(&o));
     let list: Value = serde_json::from_slice(&o.stdout).unwrap();
     let list = list.as_array().unwrap();
-    for name in ["smollm2-135m-instruct", "all-minilm-l6-v2"] {
+    for name in [
+        "qwen2.5-coder-0.5b-instruct",
+        "smollm2-135m-instruct",
+        "all-minilm-l6-v2",
+    ] {
         let m = list.iter().find(|m| m["name"] == name).unwrap();
         assert_eq!(m["state"], "verified", "{m}");
         assert!(Path::new(m["dir"].as_str().unwrap()).is_dir());

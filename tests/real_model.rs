@@ -13,9 +13,12 @@ use sextant::models::{ModelError, ModelStore, Role, VerifiedModel};
 use sextant::schemas::BUILTIN;
 use sextant::structured::{generate_structured, OutputSpec, StructuredError, StructuredRequest};
 
+/// The engine tests run on the small model (fast); answers are tested on the default.
+const ENGINE_LLM: &str = "smollm2-135m-instruct";
+
 fn model() -> VerifiedModel {
     ModelStore::open(None)
-        .resolve(Role::Llm, None)
+        .resolve(Role::Llm, Some(ENGINE_LLM))
         .unwrap_or_else(|e| panic!("{e}"))
 }
 

@@ -446,7 +446,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let store = ModelStore::open(Some(tmp.path().to_path_buf()));
         let err = store.resolve(Role::Llm, None).unwrap_err().to_string();
-        assert!(err.contains("smollm2-135m-instruct"), "{err}");
+        assert!(err.contains("qwen2.5-coder-0.5b-instruct"), "{err}");
         assert!(err.contains("sextant models pull"), "{err}");
         assert!(err.contains("sextant models import"), "{err}");
     }

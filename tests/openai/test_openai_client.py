@@ -31,7 +31,7 @@ class OpenAIClient(unittest.TestCase):
     def test_models_lists_the_llm_then_the_embedder(self):
         ids = model_ids()
         self.assertEqual(len(ids), 2)
-        self.assertIn("smollm2", ids[0])
+        self.assertIn("qwen2.5-coder", ids[0])  # the default LLM
         self.assertIn("minilm", ids[1])
 
     def test_chat_completion(self):
