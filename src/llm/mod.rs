@@ -7,6 +7,7 @@ pub mod decoder;
 pub mod generate;
 pub mod gguf;
 pub mod llama;
+pub mod q5_0;
 pub mod qwen2;
 pub mod sampling;
 #[cfg(test)]

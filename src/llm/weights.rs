@@ -2,7 +2,7 @@
 //! and the form they take in memory: the linear layers and the token embedding.
 //!
 //! Policy, per linear layer: a weight type with a SIMD kernel in candle (Q4_0, Q8_0 and the
-//! K-quants) is used as the file stores it; any other (Q4_1, Q5_0, Q5_1, f16, …) is
+//! K-quants), or in `q5_0` (Q5_0 on AVX2), is used as the file stores it; any other (Q4_1, Q5_0, Q5_1, f16, …) is
 //! re-quantized once at load to Q8_0, which has one and loses nothing measurable against a
 //! 4–5-bit source. What was re-quantized is counted in `WeightReport` and shown by
 //! `sextant bench generate`. f32 copies for prompt processing are kept only while they fit
@@ -197,9 +197,10 @@ impl Linear {
             .map(|n| src.quantized(&format!("{n}.weight")))
             .collect::<Result<Vec<_>>>()?;
         let dtype = parts[0].dtype();
+        let fast_q5_0 = dtype == GgmlDType::Q5_0 && super::q5_0::available();
         let native = opts.decode_dtype.is_none()
             && device.is_cpu()
-            && has_fast_kernel(dtype)
+            && (has_fast_kernel(dtype) || fast_q5_0)
             && parts.iter().all(|p| p.dtype() == dtype);
         let dense = |parts: &[QTensor]| -> Result<Tensor> {
             let ts = parts
@@ -228,6 +229,11 @@ impl Linear {
                 parts.into_iter().next().expect("one part")
             } else {
                 stack_rows(&parts)?
+            };
+            let q = if fast_q5_0 {
+                super::q5_0::from_qtensor(&q)?
+            } else {
+                q
             };
             (QMatMul::from_qtensor(q)?, k)
         } else {
