@@ -85,6 +85,7 @@ fn main() -> ExitCode {
     }
     let args = Cli::parse();
     llm::configure_threads(args.threads);
+    llm::tune_allocator();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SEXTANT_LOG")

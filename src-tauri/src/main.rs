@@ -135,6 +135,7 @@ fn main() {
     }
     let args = Args::parse();
     sextant::llm::configure_threads(None);
+    sextant::llm::tune_allocator();
     let store = sextant::models::ModelStore::open(None);
     let engine = match Service::open(
         &store,

@@ -12,8 +12,10 @@ use crate::models::VerifiedModel;
 
 /// The model's window: MiniLM was trained with 256 word pieces, [CLS] and [SEP] included.
 pub const MAX_TOKENS: usize = 256;
-/// Texts per forward pass. Texts are sorted by length first, so a batch pads little.
-const BATCH: usize = 32;
+/// Texts per forward pass. Texts are sorted by length first, so a batch pads little. 16 is
+/// as fast as 32 (12 git manual pages, 406 chunks: 23.0 vs 22.3 s) with 40 % less peak
+/// memory: the attention scores of 32 texts of 256 tokens alone are 100 MB per layer.
+const BATCH: usize = 16;
 
 pub struct Embedder {
     model: BertModel,

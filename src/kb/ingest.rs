@@ -196,18 +196,26 @@ pub fn ingest(
     let mut run = IngestRun::start(kb, roots, opts)?;
     let tok = kb.embedder.counting_tokenizer();
     on_event(IngestEvent::Found(run.files.len()));
-    for i in 0..run.files.len() {
-        let chunks = match run.check(kb, i) {
-            Some(work) => {
-                let prepared = work.prepare(&kb.embedder, &tok, opts);
-                run.commit(kb, prepared)?
+    let indices: Vec<usize> = (0..run.files.len()).collect();
+    for group in indices.chunks(PREPARE_GROUP) {
+        let mut works = Vec::new();
+        let mut chunks = vec![0; group.len()];
+        for (slot, &i) in group.iter().enumerate() {
+            if let Some(work) = run.check(kb, i) {
+                works.push((slot, work));
             }
-            None => 0,
-        };
-        on_event(IngestEvent::File {
-            path: &run.files[i].candidate.rel,
-            chunks,
-        });
+        }
+        let (slots, works): (Vec<usize>, Vec<Work>) = works.into_iter().unzip();
+        let prepared = Work::prepare_group(works, &kb.embedder, &tok, opts);
+        for (slot, p) in slots.into_iter().zip(prepared) {
+            chunks[slot] = run.commit(kb, p)?;
+        }
+        for (slot, &i) in group.iter().enumerate() {
+            on_event(IngestEvent::File {
+                path: &run.files[i].candidate.rel,
+                chunks: chunks[slot],
+            });
+        }
     }
     run.finish(kb)
 }
@@ -419,25 +427,68 @@ fn check_file(
     }))
 }
 
+/// Files prepared together: their chunks are embedded in one call, so batches are full
+/// and sorted by length across documents instead of one small, ragged batch per file
+/// (documentation folders are many small files).
+pub const PREPARE_GROUP: usize = 16;
+
 impl Work {
     /// Parses (in a worker when the options say so), chunks and embeds; needs no KB.
     /// `tok` is the embedder's counting tokenizer.
     pub fn prepare(self, embedder: &Embedder, tok: &Tokenizer, opts: &IngestOptions) -> Prepared {
-        let result = (|| {
-            let parsed = match &opts.isolation {
-                Some(iso) => parse::worker::parse_isolated(iso, &self.abs, &self.bytes)?,
-                None => std::panic::catch_unwind(|| parse::parse(&self.abs, &self.bytes))
-                    .map_err(|_| anyhow::anyhow!("the parser panicked on this file"))??,
-            };
-            let chunks = make_chunks(&parsed, tok, opts.chunk)?;
-            let texts: Vec<String> = chunks
-                .iter()
-                .map(|ch| embed_text(&parsed.sections[ch.section].path, &ch.text))
-                .collect();
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let vectors = embedder.embed(&refs)?;
-            Ok((parsed, chunks, vectors))
-        })();
-        Prepared { work: self, result }
+        Work::prepare_group(vec![self], embedder, tok, opts)
+            .pop()
+            .expect("one prepared per work")
+    }
+
+    fn parse_and_chunk(
+        &self,
+        tok: &Tokenizer,
+        opts: &IngestOptions,
+    ) -> Result<(ParsedDoc, Vec<NewChunk>)> {
+        let parsed = match &opts.isolation {
+            Some(iso) => parse::worker::parse_isolated(iso, &self.abs, &self.bytes)?,
+            None => std::panic::catch_unwind(|| parse::parse(&self.abs, &self.bytes))
+                .map_err(|_| anyhow::anyhow!("the parser panicked on this file"))??,
+        };
+        let chunks = make_chunks(&parsed, tok, opts.chunk)?;
+        Ok((parsed, chunks))
+    }
+
+    /// `prepare` for several files at once (see `PREPARE_GROUP`); one result per work, in
+    /// order. A file that fails to parse fails alone.
+    pub fn prepare_group(
+        works: Vec<Work>,
+        embedder: &Embedder,
+        tok: &Tokenizer,
+        opts: &IngestOptions,
+    ) -> Vec<Prepared> {
+        let parsed: Vec<Result<(ParsedDoc, Vec<NewChunk>)>> =
+            works.iter().map(|w| w.parse_and_chunk(tok, opts)).collect();
+        let texts: Vec<String> = parsed
+            .iter()
+            .flatten()
+            .flat_map(|(doc, chunks)| {
+                chunks
+                    .iter()
+                    .map(|ch| embed_text(&doc.sections[ch.section].path, &ch.text))
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut vectors = embedder.embed(&refs).map(|v| v.into_iter());
+        works
+            .into_iter()
+            .zip(parsed)
+            .map(|(work, parsed)| {
+                let result = parsed.and_then(|(doc, chunks)| match &mut vectors {
+                    Ok(all) => {
+                        let mine = all.by_ref().take(chunks.len()).collect();
+                        Ok((doc, chunks, mine))
+                    }
+                    Err(e) => Err(anyhow::anyhow!("embedding failed: {e:#}")),
+                });
+                Prepared { work, result }
+            })
+            .collect()
     }
 }

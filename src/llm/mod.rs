@@ -99,6 +99,22 @@ pub fn configure_threads(threads: Option<usize>) {
     std::env::set_var("CANDLE_NUM_THREADS", n.to_string());
 }
 
+/// Keeps freed tensor memory in the process for reuse. Every op allocates its output, and
+/// with glibc's defaults each large buffer is a fresh `mmap` that the kernel must fault in
+/// and zero, then unmaps on free: about a third of embedding time went to page faults.
+/// Measured on 12 git manual pages (406 chunks, 2 threads): ingest 37.1 s → 22.0 s.
+/// Buffers up to 32 MiB (glibc's largest mmap threshold) come from the heap, and the heap
+/// is not trimmed back after every large free. Call once at start-up, before other threads.
+pub fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator parameters; called before any other thread.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+        libc::mallopt(libc::M_TOP_PAD, 256 << 20);
+    }
+}
+
 pub fn threads() -> usize {
     candle_core::utils::get_num_threads()
 }

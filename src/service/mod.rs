@@ -26,7 +26,7 @@ pub use error::ServiceError;
 pub use request::{AskParams, Request};
 
 use crate::embed::Embedder;
-use crate::kb::ingest::{IngestOptions, IngestRun};
+use crate::kb::ingest::{IngestOptions, IngestRun, Work, PREPARE_GROUP};
 use crate::kb::lock::WriterLock;
 use crate::kb::parse::worker::Isolation;
 use crate::kb::search::{search, SearchMode};
@@ -357,13 +357,17 @@ impl Service {
         let tok = self.embedder.counting_tokenizer();
         let total = run.files.len();
         on_progress(0, total, "");
-        for i in 0..total {
-            let work = run.check(&self.kb(), i);
-            if let Some(work) = work {
-                let prepared = work.prepare(&self.embedder, &tok, &opts);
+        let indices: Vec<usize> = (0..total).collect();
+        for group in indices.chunks(PREPARE_GROUP) {
+            let works: Vec<Work> = group
+                .iter()
+                .filter_map(|&i| run.check(&self.kb(), i))
+                .collect();
+            for prepared in Work::prepare_group(works, &self.embedder, &tok, &opts) {
                 run.commit(&mut self.kb(), prepared)?;
             }
-            on_progress(i + 1, total, &run.files[i].candidate.rel);
+            let last = *group.last().expect("chunks are non-empty");
+            on_progress(last + 1, total, &run.files[last].candidate.rel);
         }
         let report = run.finish(&mut self.kb())?;
         *self.last_ingested.lock().unwrap_or_else(|p| p.into_inner()) = Some(path);
