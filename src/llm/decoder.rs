@@ -39,16 +39,25 @@ pub enum RopeStyle {
 pub struct Variant {
     /// Q, K and V projections carry biases (qwen2).
     pub qkv_bias: bool,
+    /// Each head's queries and keys are RMS-normalised before RoPE (qwen3).
+    pub qk_norm: bool,
     pub rope: RopeStyle,
 }
 
 impl Variant {
     pub const LLAMA: Variant = Variant {
         qkv_bias: false,
+        qk_norm: false,
         rope: RopeStyle::Interleaved,
     };
     pub const QWEN2: Variant = Variant {
         qkv_bias: true,
+        qk_norm: false,
+        rope: RopeStyle::Neox,
+    };
+    pub const QWEN3: Variant = Variant {
+        qkv_bias: false,
+        qk_norm: true,
         rope: RopeStyle::Neox,
     };
 }
@@ -59,6 +68,9 @@ pub struct DecoderConfig {
     pub n_embd: usize,
     pub n_head: usize,
     pub n_kv_head: usize,
+    /// Width of one attention head; `n_embd / n_head` unless the file says otherwise
+    /// (qwen3: 128 with a width of 1024 and 16 heads).
+    pub head_dim: usize,
     pub n_ff: usize,
     pub n_vocab: usize,
     pub n_ctx: usize,
@@ -69,7 +81,7 @@ pub struct DecoderConfig {
 
 impl DecoderConfig {
     pub fn head_dim(&self) -> usize {
-        self.n_embd / self.n_head
+        self.head_dim
     }
 
     /// Reads the `<arch>.*` hyper-parameters every family of this block has.
@@ -80,10 +92,16 @@ impl DecoderConfig {
             Some(v) => v.to_vec()?.len(),
             None => g.u32(&key("vocab_size"))? as usize,
         };
+        let n_embd = g.u32(&key("embedding_length"))? as usize;
+        let n_head = g.u32(&key("attention.head_count"))? as usize;
         Ok(DecoderConfig {
             n_layer: g.u32(&key("block_count"))? as usize,
-            n_embd: g.u32(&key("embedding_length"))? as usize,
-            n_head: g.u32(&key("attention.head_count"))? as usize,
+            n_embd,
+            n_head,
+            head_dim: g
+                .u32(&key("attention.key_length"))
+                .map(|k| k as usize)
+                .unwrap_or(n_embd / n_head.max(1)),
             n_kv_head: g
                 .u32(&key("attention.head_count_kv"))
                 .or_else(|_| g.u32(&key("attention.head_count")))? as usize,
@@ -110,6 +128,8 @@ impl DecoderConfig {
 
 struct Layer {
     attn_norm: Tensor,
+    /// Per-head Q and K norms (`Variant::qk_norm`), `(head_dim,)`.
+    qk_norm: Option<(Tensor, Tensor)>,
     wqkv: Linear,
     wo: Linear,
     ffn_norm: Tensor,
@@ -159,14 +179,17 @@ impl WeightSource for RandomWeights {
         let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed ^ name_hash);
         let c = &self.cfg;
         let kv = c.n_kv_head * c.head_dim();
+        let q = c.n_head * c.head_dim();
         let (stem, kind) = name.rsplit_once('.').unwrap_or((name, ""));
         let dims: Vec<usize> = match (stem, kind) {
-            (n, _) if n.ends_with("norm") => vec![c.n_embd],
-            (n, "bias") if n.ends_with("attn_q") => vec![c.n_embd],
-            (n, "bias") if n.ends_with("attn_k") || n.ends_with("attn_v") => vec![kv],
-            (n, _) if n.ends_with("attn_q") || n.ends_with("attn_output") => {
-                vec![c.n_embd, c.n_embd]
+            (n, _) if n.ends_with("attn_q_norm") || n.ends_with("attn_k_norm") => {
+                vec![c.head_dim()]
             }
+            (n, _) if n.ends_with("norm") => vec![c.n_embd],
+            (n, "bias") if n.ends_with("attn_q") => vec![q],
+            (n, "bias") if n.ends_with("attn_k") || n.ends_with("attn_v") => vec![kv],
+            (n, _) if n.ends_with("attn_q") => vec![q, c.n_embd],
+            (n, _) if n.ends_with("attn_output") => vec![c.n_embd, q],
             (n, _) if n.ends_with("attn_k") || n.ends_with("attn_v") => vec![kv, c.n_embd],
             (n, _) if n.ends_with("ffn_gate") || n.ends_with("ffn_up") => vec![c.n_ff, c.n_embd],
             (n, _) if n.ends_with("ffn_down") => vec![c.n_embd, c.n_ff],
@@ -218,14 +241,15 @@ impl Decoder {
         Self::build(cfg, &src, opts, &Device::Cpu)
     }
 
-    fn build(
+    pub(crate) fn build(
         cfg: DecoderConfig,
         src: &dyn WeightSource,
         opts: &LoadOptions,
         device: &Device,
     ) -> Result<Self> {
         let hd = cfg.head_dim();
-        if !cfg.n_embd.is_multiple_of(cfg.n_head)
+        if cfg.n_head == 0
+            || cfg.n_kv_head == 0
             || !cfg.n_head.is_multiple_of(cfg.n_kv_head)
             || !hd.is_multiple_of(2)
         {
@@ -251,7 +275,16 @@ impl Decoder {
                 let wo = lin(&["attn_output"], false)?;
                 let w_gate_up = lin(&["ffn_gate", "ffn_up"], false)?;
                 let w_down = lin(&["ffn_down"], false)?;
+                let qk_norm = if cfg.variant.qk_norm {
+                    Some((
+                        src.get(&format!("{}.weight", p("attn_q_norm")))?,
+                        src.get(&format!("{}.weight", p("attn_k_norm")))?,
+                    ))
+                } else {
+                    None
+                };
                 let layer = Layer {
+                    qk_norm,
                     attn_norm: src.get(&format!("{}.weight", p("attn_norm")))?,
                     wqkv,
                     wo,
@@ -371,8 +404,12 @@ impl Decoder {
                     .transpose(0, 1)?
                     .contiguous()?)
             };
-            let q = heads(0, nh)?.unsqueeze(0)?;
-            let k = heads(nh * hd, nkv)?.unsqueeze(0)?;
+            let (mut q, mut k) = (heads(0, nh)?, heads(nh * hd, nkv)?);
+            if let Some((qn, kn)) = &layer.qk_norm {
+                q = candle_nn::ops::rms_norm(&q, qn, eps)?;
+                k = candle_nn::ops::rms_norm(&k, kn, eps)?;
+            }
+            let (q, k) = (q.unsqueeze(0)?, k.unsqueeze(0)?);
             let v = heads((nh + nkv) * hd, nkv)?;
             let q = self.rope(&q, &cos, &sin)?.squeeze(0)?;
             let k = self.rope(&k, &cos, &sin)?.squeeze(0)?;
@@ -510,7 +547,7 @@ mod tests {
 
     #[test]
     fn one_forward_over_the_prompt_matches_token_by_token_decoding() {
-        for variant in [Variant::LLAMA, Variant::QWEN2] {
+        for variant in [Variant::LLAMA, Variant::QWEN2, Variant::QWEN3] {
             let mut m = tiny_decoder(3, variant, &exact()).unwrap();
             let toks: Vec<u32> = (0..20).map(|i| (i * 7 % 250) as u32 + 3).collect();
             let all = m.forward(&toks, 0).unwrap();
@@ -546,6 +583,7 @@ mod tests {
             .unwrap();
         let neox_no_bias = Variant {
             qkv_bias: false,
+            qk_norm: false,
             rope: RopeStyle::Neox,
         };
         let b = tiny_decoder(9, neox_no_bias, &exact())
@@ -556,7 +594,11 @@ mod tests {
             .unwrap()
             .forward(&toks, 0)
             .unwrap();
-        assert!(max_diff(&a, &b) > 1e-3 && max_diff(&b, &c) > 1e-3);
+        let d = tiny_decoder(9, Variant::QWEN3, &exact())
+            .unwrap()
+            .forward(&toks, 0)
+            .unwrap();
+        assert!(max_diff(&a, &b) > 1e-3 && max_diff(&b, &c) > 1e-3 && max_diff(&b, &d) > 1e-3);
     }
 
     #[test]
@@ -598,7 +640,8 @@ mod tests {
         let small = tiny_config(300, Variant::LLAMA);
         assert!(small.linear_params() * 4 <= PREFILL_F32_BUDGET);
         let mut big = small.clone();
-        (big.n_layer, big.n_embd, big.n_ff, big.n_head, big.n_kv_head) = (24, 896, 4864, 14, 2);
+        (big.n_layer, big.n_embd, big.n_ff) = (24, 896, 4864);
+        (big.n_head, big.n_kv_head, big.head_dim) = (14, 2, 64);
         assert!(
             big.linear_params() * 4 > PREFILL_F32_BUDGET,
             "a 0.5B model gets no f32 copies"

@@ -9,6 +9,9 @@ pub mod gguf;
 pub mod llama;
 pub mod q5_0;
 pub mod qwen2;
+pub mod qwen3;
+#[cfg(test)]
+mod reference_tests;
 pub mod sampling;
 #[cfg(test)]
 pub(crate) mod tiny;
@@ -30,7 +33,7 @@ use chat_template::{ChatTemplate, Message};
 /// GGUF `general.architecture` values with a model module. Adding a family (phi3, gemma3)
 /// means one module building a `decoder::Decoder` (or another `CausalLm`) and one arm in
 /// `Llm::load_path`.
-pub const SUPPORTED_ARCHITECTURES: &[&str] = &["llama", "qwen2"];
+pub const SUPPORTED_ARCHITECTURES: &[&str] = &["llama", "qwen2", "qwen3"];
 
 /// A causal language model with its own KV cache.
 pub trait CausalLm: Send {
@@ -158,6 +161,7 @@ impl Llm {
         let model: Box<dyn CausalLm> = match architecture.as_str() {
             "llama" => Box::new(llama::load(&file, opts, &device)?),
             "qwen2" => Box::new(qwen2::load(&file, opts, &device)?),
+            "qwen3" => Box::new(qwen3::load(&file, opts, &device)?),
             other => bail!(
                 "{}: architecture '{other}' is not supported yet (supported: {})",
                 path.display(),

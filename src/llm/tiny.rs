@@ -65,6 +65,7 @@ pub fn tiny_config(n_vocab: usize, variant: Variant) -> DecoderConfig {
         n_embd: 64,
         n_head: 4,
         n_kv_head: 2,
+        head_dim: 16,
         n_ff: 128,
         n_vocab,
         n_ctx: 4096,
