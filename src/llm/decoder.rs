@@ -92,6 +92,15 @@ impl DecoderConfig {
             Some(v) => v.to_vec()?.len(),
             None => g.u32(&key("vocab_size"))? as usize,
         };
+        if g.has_tensor("rope_freqs.weight") {
+            // Llama 3.1/3.2's rotary frequency factors: not applied yet (a first attempt
+            // did not match llama.cpp on a tiny reference file), so say so.
+            tracing::warn!(
+                "{}: rope_freqs (Llama 3.1+ RoPE scaling factors) are not applied yet; this \
+                 model's output will differ from llama.cpp's",
+                g.path.display()
+            );
+        }
         let n_embd = g.u32(&key("embedding_length"))? as usize;
         let n_head = g.u32(&key("attention.head_count"))? as usize;
         Ok(DecoderConfig {

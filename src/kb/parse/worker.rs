@@ -139,35 +139,44 @@ fn failure(status: ExitStatus, stderr: &str, iso: &Isolation) -> String {
 /// Exit code of a worker that parsed nothing because the file is not a valid document.
 const EXIT_PARSE_ERROR: i32 = 2;
 
-#[cfg(unix)]
+/// The worker's limits travel as arguments and the worker sets them on itself before it
+/// reads its input (`apply_limits`). Setting them between fork and exec instead (a
+/// `pre_exec` hook) would make every spawn a full `fork` of this process, whose memory a
+/// child's peak RSS then counts; without the hook the standard library spawns with
+/// `posix_spawn`.
 fn limit(cmd: &mut Command, iso: &Isolation) {
-    use std::os::unix::process::CommandExt;
-    let memory = iso.memory_bytes;
     let cpu = iso.timeout.as_secs().max(1) + 1;
-    // SAFETY: only async-signal-safe calls (setrlimit) between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            let set = |resource, value: u64| {
-                let lim = libc::rlimit {
-                    rlim_cur: value as libc::rlim_t,
-                    rlim_max: value as libc::rlim_t,
-                };
-                if libc::setrlimit(resource, &lim) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            };
-            set(libc::RLIMIT_AS, memory)?;
-            set(libc::RLIMIT_CPU, cpu)?;
-            // A crash must not leave a core file the size of its memory behind.
-            set(libc::RLIMIT_CORE, 0)?;
-            Ok(())
-        });
-    }
+    cmd.arg(LIMITS_ARG)
+        .arg(iso.memory_bytes.to_string())
+        .arg(cpu.to_string());
+}
+
+const LIMITS_ARG: &str = "--limits";
+
+/// Address space, CPU seconds, and no core file (a crash must not leave a file the size
+/// of its memory behind).
+#[cfg(unix)]
+fn apply_limits(memory: u64, cpu: u64) -> std::io::Result<()> {
+    let set = |resource, value: u64| {
+        let lim = libc::rlimit {
+            rlim_cur: value as libc::rlim_t,
+            rlim_max: value as libc::rlim_t,
+        };
+        // SAFETY: setrlimit with a valid struct only changes this process's limits.
+        if unsafe { libc::setrlimit(resource, &lim) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    };
+    set(libc::RLIMIT_AS, memory)?;
+    set(libc::RLIMIT_CPU, cpu)?;
+    set(libc::RLIMIT_CORE, 0)
 }
 
 #[cfg(not(unix))]
-fn limit(_cmd: &mut Command, _iso: &Isolation) {}
+fn apply_limits(_memory: u64, _cpu: u64) -> std::io::Result<()> {
+    Ok(())
+}
 
 /// The worker's side: `args` are what follows `WORKER_ARG` (the file name); the file's
 /// bytes come on `input`, the document goes to `output` as JSON, a failure to `errors`.
@@ -179,9 +188,23 @@ pub fn run_worker(
     errors: &mut dyn Write,
 ) -> i32 {
     let Some(name) = args.first() else {
-        let _ = writeln!(errors, "usage: {WORKER_ARG} FILE_NAME < FILE");
+        let _ = writeln!(
+            errors,
+            "usage: {WORKER_ARG} FILE_NAME [{LIMITS_ARG} BYTES SECONDS] < FILE"
+        );
         return EXIT_PARSE_ERROR;
     };
+    if args.get(1).map(String::as_str) == Some(LIMITS_ARG) {
+        let num = |i: usize| args.get(i).and_then(|v| v.parse::<u64>().ok());
+        let (Some(memory), Some(cpu)) = (num(2), num(3)) else {
+            let _ = writeln!(errors, "{LIMITS_ARG} needs BYTES and SECONDS");
+            return EXIT_PARSE_ERROR;
+        };
+        if let Err(e) = apply_limits(memory, cpu) {
+            let _ = writeln!(errors, "cannot set the worker's limits: {e}");
+            return 1;
+        }
+    }
     let mut bytes = Vec::new();
     if let Err(e) = input.read_to_end(&mut bytes) {
         let _ = writeln!(errors, "cannot read the file from stdin: {e}");
