@@ -90,7 +90,7 @@ bench: models
 	$(SEXTANT) bench generate
 	$(SEXTANT) bench kb
 	$(SEXTANT) ingest --kb target/bench-kb examples/kb
-	$(SEXTANT) bench ask --kb target/bench-kb
+	$(SEXTANT) eval --kb target/bench-kb eval/sample-kb.jsonl --modes reader,extractive,grounded,llm
 
 # Regenerates the sample KB's PDF from scripts/sample-pdf/oncall-guide.md (the PDF is
 # committed; this is only needed after editing the text). Installs fpdf2 in a venv.

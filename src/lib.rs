@@ -4,6 +4,7 @@
 
 pub mod constrain;
 pub mod embed;
+pub mod eval;
 pub mod jsonl;
 pub mod kb;
 pub mod llm;
@@ -11,6 +12,7 @@ pub mod models;
 pub mod protocols;
 pub mod schemas;
 pub mod service;
+pub mod stats;
 pub mod structured;
 
 /// Sextant's folder in the user's data directory (`~/.local/share/sextant` on Linux):

@@ -64,6 +64,8 @@ enum Command {
         #[command(subcommand)]
         command: cli::kb::KbCommand,
     },
+    /// Run a labelled question set against a knowledge base and print its figures.
+    Eval(cli::eval::EvalArgs),
     /// Benchmarks (figures, not pass/fail).
     Bench {
         #[command(subcommand)]
@@ -105,6 +107,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => cli::serve::run(&ctx, a),
         Command::Interview(a) => cli::interview::run(&ctx, a),
         Command::Kb { command } => cli::kb::run(&ctx, command),
+        Command::Eval(a) => cli::eval::run(&ctx, a),
         Command::Bench { command } => cli::bench::run(&ctx, command),
     };
     match result {

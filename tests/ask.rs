@@ -391,3 +391,80 @@ fn interview_turns_on_the_real_model_are_valid_and_resume_continues() {
         "session + 5 turns + 5 answers"
     );
 }
+
+#[test]
+fn reader_rules_decide_unanswerable_and_out_of_domain_questions_without_the_model() {
+    use sextant::protocols::{prepare_ask, AnswerFormat, AskRequest, Step};
+    let kb = kb();
+    let ask = |q: &str| AskRequest {
+        question: q.into(),
+        format: AnswerFormat::Navigator,
+        mode: None,
+        k: 5,
+    };
+    // Not documented (a name no document mentions) and out of domain: decided by rules.
+    for (q, out_of_domain) in [
+        (
+            "Which Kafka topic does Lighthouse publish billing events to?",
+            false,
+        ),
+        ("How do I bake sourdough bread at home?", true),
+    ] {
+        match prepare_ask(&kb, &ask(q)).unwrap() {
+            Step::Done(a) => {
+                assert_eq!(a.report.mode, "reader", "the default mode");
+                assert_eq!(a.value["outOfDomain"], out_of_domain, "{q}");
+                assert!(a.value["sources"].as_array().unwrap().is_empty(), "{q}");
+            }
+            Step::NeedsLlm(_) => panic!("{q}: the rules should have decided"),
+        }
+    }
+    // A documented question is left to the reader.
+    assert!(prepare_ask(&kb, &ask("How do I roll back a deployment?"))
+        .unwrap()
+        .needs_llm());
+}
+
+#[test]
+fn reader_answers_a_documented_question_citing_what_it_quoted() {
+    let (r, report) = {
+        let kb = kb();
+        let mut llm = llm();
+        navigator::answer(
+            &kb,
+            Some(&mut llm),
+            "How do I roll back a deployment?",
+            5,
+            AnswerMode::Reader,
+        )
+        .unwrap()
+    };
+    println!("{r:#?}\n{:?}", report.notes);
+    assert!(
+        report.decision.starts_with("reader:"),
+        "{}",
+        report.decision
+    );
+    assert!(
+        r.sources
+            .iter()
+            .any(|s| s.file == "operations/rollbacks.md"),
+        "{r:?}"
+    );
+    assert!(!r.out_of_domain);
+    // Every cited section was retrieved, and the answer names nothing the cited
+    // sections lack (the rule replaces such an answer by the quoted sentences).
+    for s in &r.sources {
+        assert!(report
+            .hits
+            .iter()
+            .any(|h| h.file == s.file && h.section == s.section));
+    }
+    let hallucination = report
+        .rules
+        .iter()
+        .find(|x| x.rule == "hallucination_patterns")
+        .expect("the rule ran");
+    assert!(hallucination.passed, "{hallucination:?}");
+    assert!(r.answer.contains("rollout undo"), "{}", r.answer);
+}

@@ -196,6 +196,8 @@ fn ingest_then_search_json_finds_the_rollback_section_first() {
             kb_dir,
             "--format",
             format,
+            "--mode",
+            "extractive",
             "--explain",
             "How do I roll back a deployment?",
         ]);
@@ -222,6 +224,58 @@ fn ingest_then_search_json_finds_the_rollback_section_first() {
             "{err}"
         );
     }
+
+    // `sextant eval` on a small labelled set, extractive (no model): figures known from
+    // the set. Of the 4 answerable questions, two extractive answers hold their keyword
+    // and cite the expected file; the other two answer from a neighbouring section.
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("eval.json");
+    let o = sextant(&[
+        "eval",
+        "--kb",
+        kb_dir,
+        "--modes",
+        "extractive",
+        "--json",
+        json.to_str().unwrap(),
+        "tests/fixtures/eval_small.jsonl",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("navigator · extractive"), "{table}");
+    let runs: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let f = &runs[0]["figures"];
+    for (figure, expected) in [
+        ("questions", 8.0),
+        ("answerable", 4.0),
+        ("hit_at_k", 1.0),
+        ("cited_expected_file", 0.5),
+        ("keyword_share", 0.5),
+        ("keyword_retrieved", 1.0),
+        ("grounded_share", 1.0),
+        ("answerable_refused", 0.0),
+        ("not_documented_honesty", 1.0),
+        ("out_of_domain_accuracy", 1.0),
+        ("invented_answers", 0.0),
+    ] {
+        let got = f[figure].as_f64().unwrap();
+        assert!(
+            (got - expected).abs() < 1e-9,
+            "{figure}: {got} ≠ {expected}\n{f:#}"
+        );
+    }
+    assert_eq!(runs[0]["questions"].as_array().unwrap().len(), 8);
+    // A malformed set is named with its line.
+    let bad = out.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"id\": \"a\", \"kind\": \"answerable\", \"question\": \"q\"}\n",
+    )
+    .unwrap();
+    let o = sextant(&["eval", "--kb", kb_dir, bad.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("bad.jsonl") && err.contains("line 1"), "{err}");
 }
 
 #[test]

@@ -14,7 +14,8 @@ pub struct AskArgs {
     kb: KbArg,
     #[arg(long, value_enum, default_value_t = AnswerFormat::Navigator)]
     format: AnswerFormat,
-    /// How the answer text is made (default: extractive, the best measured; see README).
+    /// How the answer text is made (default: reader when the LLM is pulled, else
+    /// extractive; see README, Answers).
     #[arg(long, value_enum)]
     mode: Option<AnswerMode>,
     /// Chunks retrieved.
@@ -45,10 +46,17 @@ pub struct NavigateArgs {
 
 pub fn ask(ctx: &Ctx, args: AskArgs) -> Result<()> {
     let kb = ctx.open_kb(&args.kb)?;
+    let mode = args.mode.unwrap_or_else(|| ctx.default_mode());
+    if args.mode.is_none() && mode == AnswerMode::Extractive {
+        eprintln!(
+            "note: no LLM in the model store, so the answer is extractive (the best-matching \
+             sentences); run `sextant models pull` for answers read by the model"
+        );
+    }
     let request = AskRequest {
         question: args.question,
         format: args.format,
-        mode: args.mode,
+        mode: Some(mode),
         k: args.k,
     };
     let answer = ctx.finish(prepare_ask(&kb, &request)?)?;

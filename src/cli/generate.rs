@@ -174,8 +174,8 @@ pub fn explain(llm: &Llm, out: &structured::StructuredOutput) {
         }
     }
     let masks = out.mask_us.len();
-    let mean = super::stats::mean(&out.mask_us);
-    let p99 = super::stats::percentile(out.mask_us.clone(), 0.99);
+    let mean = sextant::stats::mean(&out.mask_us);
+    let p99 = sextant::stats::percentile(out.mask_us.clone(), 0.99);
     eprintln!(
         "prompt: {} tokens in {:.0} ms; output: {} tokens ({} forced by the grammar) in {:.0} ms = {:.1} tok/s; stop: {:?}",
         g.prompt_tokens,

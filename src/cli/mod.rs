@@ -3,6 +3,7 @@
 
 pub mod ask;
 pub mod bench;
+pub mod eval;
 pub mod generate;
 pub mod ingest;
 pub mod interview;
@@ -10,7 +11,6 @@ pub mod kb;
 pub mod models;
 pub mod route;
 pub mod serve;
-pub mod stats;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ use sextant::embed::Embedder;
 use sextant::kb::KnowledgeBase;
 use sextant::llm::{Llm, LoadOptions};
 use sextant::models::{ModelStore, Role, VerifiedModel};
-use sextant::protocols::{Pending, Step};
+use sextant::protocols::{AnswerMode, Pending, Step};
 
 /// What every command may need: the model store and the `--llm` choice.
 pub struct Ctx {
@@ -41,6 +41,12 @@ impl Ctx {
     /// The chosen LLM, verified, not loaded.
     pub fn llm_model(&self) -> Result<VerifiedModel> {
         Ok(self.store.resolve(Role::Llm, self.llm_name.as_deref())?)
+    }
+
+    /// The answer mode when none is given: the reader if the chosen LLM is in the store
+    /// (and verifies), else extractive.
+    pub fn default_mode(&self) -> AnswerMode {
+        sextant::protocols::default_mode(self.llm_model().is_ok())
     }
 
     /// Loads the chosen LLM (verified first).

@@ -33,8 +33,19 @@ impl Domain {
             .file_name()
             .map(|s| s.to_string_lossy().to_string())
             .unwrap_or_else(|| "knowledge base".into());
+        // The description is read in answers: name a few documents, count the rest.
+        const NAMED: usize = 6;
+        let listed = if topics.len() > NAMED {
+            format!(
+                "{} and {} more documents",
+                topics[..NAMED].join(", "),
+                topics.len() - NAMED
+            )
+        } else {
+            topics.join(", ")
+        };
         Ok(Domain {
-            description: format!("documentation about {}", topics.join(", ")),
+            description: format!("documentation about {listed}"),
             name,
             topics,
         })

@@ -59,7 +59,11 @@ pub fn specific_tokens(text: &str) -> Vec<String> {
             r"arn:[a-z0-9-]+:[^\s'`]+",
             r"`[^`]+`",
             r"\b[\w./-]*[\w-]+\.(?:md|ya?ml|json|toml|conf|cfg|sh|py|rs|txt|html|pdf|log|pem|crt|key)\b",
-            r"\b(?:kubectl|lhctl|helm|docker|systemctl|psql|curl|openssl|git)(?:\s+[a-z0-9./:=<>_-][\w./:=<>-]*){1,10}",
+            r"\b(?:kubectl|lhctl|helm|docker|systemctl|psql|curl|openssl|git)(?:[ \t]+[a-z0-9./:=<>_-][\w./:=<>-]*){1,10}",
+            // Command-line flags: --long-option (with a value), or -x.
+            r"(?:^|[\s(`'\x22])(--?[a-zA-Z][\w-]*(?:=[^\s`'\x22)]+)?)",
+            // Numbers of two or more digits (amounts, ports, versions, sizes).
+            r"\$?\b\d[\d,]*\d(?:\.\d+)?\b",
             r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds|minutes|min|h|hours|days|GB|GiB|MB|MiB|KB|TB|%|req/s|rps|cores?|replicas?|pods?)\b",
         ]
         .iter()
@@ -68,8 +72,12 @@ pub fn specific_tokens(text: &str) -> Vec<String> {
     });
     let mut out: Vec<String> = Vec::new();
     for p in patterns {
-        for m in p.find_iter(text) {
-            let t = m.as_str().trim_matches('`').trim().to_string();
+        for c in p.captures_iter(text) {
+            // A pattern with a group names the token inside its match.
+            let m = c.get(1).or_else(|| c.get(0)).expect("a match has group 0");
+            // Sentence punctuation after a token is prose, not part of it.
+            let t = m.as_str().trim_matches('`').trim();
+            let t = t.trim_end_matches([',', ';', ':', '.']).to_string();
             if !t.is_empty() && !out.contains(&t) {
                 out.push(t);
             }
@@ -80,58 +88,70 @@ pub fn specific_tokens(text: &str) -> Vec<String> {
 
 /// Rule 2: specific tokens quoted in the answer must occur in the cited sources.
 pub fn hallucination_patterns(answer: &str, sources_text: &str) -> RuleResult {
-    let norm = |s: &str| {
-        s.split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .to_lowercase()
-    };
-    let hay = norm(sources_text);
-    let found = |t: &str| {
-        let t = norm(t);
-        if hay.contains(&t) {
-            return true;
-        }
-        // A command is found if its verb phrase and every argument that looks specific
-        // (paths, flags, values, numbers) occur in the sources; prose that the pattern
-        // swept up after the command does not count against it.
-        let words: Vec<&str> = t.split(' ').collect();
-        let is_command = words.len() >= 2
-            && [
-                "kubectl",
-                "lhctl",
-                "helm",
-                "docker",
-                "systemctl",
-                "psql",
-                "curl",
-                "openssl",
-                "git",
-            ]
-            .contains(&words[0]);
-        is_command
-            && hay.contains(&words[..2].join(" "))
-            && words[2..]
-                .iter()
-                .filter(|w| {
-                    w.contains(['/', '.', '=', ':', '-']) || w.chars().any(|c| c.is_ascii_digit())
-                })
-                .all(|w| hay.contains(*w))
-    };
-    let invented: Vec<String> = specific_tokens(answer)
-        .into_iter()
-        .filter(|t| !found(t))
-        .collect();
+    let invented = invented_tokens(answer, sources_text);
     RuleResult::new(
         "hallucination_patterns",
         invented.is_empty(),
         if invented.is_empty() {
-            "every path, command, URL, ARN and quantity in the answer occurs in the sources".into()
+            "every path, command, flag, URL, ARN and quantity in the answer occurs in the sources"
+                .into()
         } else {
             format!("not found in the cited sources: {}", invented.join(", "))
         },
     )
 }
+
+/// The answer's specific tokens (`specific_tokens`) that the sources do not contain.
+pub fn invented_tokens(answer: &str, sources_text: &str) -> Vec<String> {
+    let hay = normalise_space(sources_text);
+    specific_tokens(answer)
+        .into_iter()
+        .filter(|t| !token_found(t, &hay))
+        .collect()
+}
+
+fn normalise_space(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+/// Whether a specific token occurs in `hay` (whitespace-normalised, lowercase sources).
+fn token_found(token: &str, hay: &str) -> bool {
+    let t = normalise_space(token);
+    if hay.contains(&t) {
+        return true;
+    }
+    // A command is found if its verb phrase and every argument that looks specific
+    // (paths, flags, values, numbers) occur in the sources; prose that the pattern
+    // swept up after the command does not count against it.
+    let words: Vec<&str> = t.split(' ').collect();
+    let is_command = words.len() >= 2 && COMMANDS.contains(&words[0]);
+    is_command
+        && hay.contains(&words[..2].join(" "))
+        && words[2..]
+            .iter()
+            // Sentence punctuation after a word is prose, not part of an argument.
+            .map(|w| w.trim_end_matches(['.', ',', ';', ':', ')']))
+            .filter(|w| {
+                w.contains(['/', '.', '=', ':', '-']) || w.chars().any(|c| c.is_ascii_digit())
+            })
+            .all(|w| hay.contains(w))
+}
+
+/// Command names whose invocations `specific_tokens` picks out of prose.
+const COMMANDS: &[&str] = &[
+    "kubectl",
+    "lhctl",
+    "helm",
+    "docker",
+    "systemctl",
+    "psql",
+    "curl",
+    "openssl",
+    "git",
+];
 
 const BOILERPLATE: &[&str] = &[
     "seems right",
@@ -225,6 +245,8 @@ mod tests {
             "Use arn:aws:iam::123456789012:role/LighthouseAdmin to deploy.",
             "The check runs every 45 s.",
             "Then run kubectl delete pod lighthouse-api-0 to recover.",
+            "Roll back with the --force-rollback flag.",
+            "Add -f to skip the check.",
         ] {
             let r = hallucination_patterns(planted, SOURCE);
             assert!(!r.passed, "not flagged: {planted}");

@@ -11,12 +11,14 @@ use crate::kb::search::{search_with_vector, Hit, SearchMode};
 use crate::kb::KnowledgeBase;
 
 /// Normalised score ((cos+1)/2) below which the best chunk does not answer the question.
-/// Tuned with `sextant bench ask` on the sample KB: its 65 labelled questions score
-/// ≥ 0.632, the out-of-domain probes of tests/fixtures/ask_probes.json ≤ 0.626.
+/// Tuned on the sample KB (`eval/sample-kb.jsonl`, the per-question `best_score` of
+/// `sextant eval --json`): its 65 answerable questions score ≥ 0.632, its out-of-domain
+/// questions ≤ 0.626. On git-doc's tuning half the out-of-domain questions score
+/// 0.57–0.67 and the answerable ones ≥ 0.69.
 pub const ANSWERABLE_MIN_SCORE: f64 = 0.63;
 /// Normalised similarity to the KB's domain (its topics) below which a question that is
 /// also unanswerable is out of domain rather than "in domain, not documented". Tuned the
-/// same way: out-of-domain probes ≤ 0.671, in-domain probes ≥ 0.709.
+/// same way: out-of-domain questions ≤ 0.671, not-documented ones ≥ 0.709.
 pub const DOMAIN_MIN_SCORE: f64 = 0.69;
 
 /// A sentence of a retrieved chunk, a candidate for the answer.
@@ -141,7 +143,9 @@ impl Evidence {
 }
 
 /// Splits chunk text into sentences (and lines: lists and commands are one per line);
-/// drops fragments too short to stand alone.
+/// drops fragments too short to stand alone. An option entry of a manual page (flag
+/// lines such as `-k` / `--keep-index`, then their description) stays one unit, flags
+/// first, so the description is never separated from the option it describes.
 pub fn split_sentences(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     // A line ending in ':' introduces the next line (usually a command): keep them together.
@@ -155,9 +159,41 @@ pub fn split_sentences(text: &str) -> Vec<String> {
             _ => lines.push(line.to_string()),
         }
     }
-    for (n, line) in lines.iter().enumerate() {
+    let mut n = 0;
+    while n < lines.len() {
+        if is_option_line(&lines[n]) {
+            let mut flags = Vec::new();
+            while n < lines.len() && is_option_line(&lines[n]) {
+                flags.push(lines[n].trim());
+                n += 1;
+            }
+            let mut entry = flags.join(", ");
+            let mut described = false;
+            while n < lines.len()
+                && !is_option_line(&lines[n])
+                && !lines[n].trim().is_empty()
+                && !["- ", "* ", "+ "]
+                    .iter()
+                    .any(|m| lines[n].trim_start().starts_with(m))
+            {
+                let line = lines[n].trim();
+                if entry.chars().count() + line.chars().count() > MAX_SENTENCE_CHARS {
+                    break;
+                }
+                entry.push_str(if described { " " } else { ": " });
+                entry.push_str(line);
+                described = true;
+                n += 1;
+            }
+            if described {
+                push_sentence(&mut out, &entry);
+            }
+            continue;
+        }
+        let line = &lines[n];
+        n += 1;
         // A chunk can start inside a sentence (chunks overlap): skip that fragment.
-        let line = if n == 0 && line.starts_with(|c: char| c.is_lowercase() || ",;)".contains(c)) {
+        let line = if n == 1 && line.starts_with(|c: char| c.is_lowercase() || ",;)".contains(c)) {
             match line.find(". ") {
                 Some(i) => &line[i + 2..],
                 None => continue,
@@ -180,9 +216,24 @@ pub fn split_sentences(text: &str) -> Vec<String> {
     out
 }
 
+/// Longest sentence (or option entry) kept.
+const MAX_SENTENCE_CHARS: usize = 400;
+
+/// A line naming a command-line option, as manual pages list them: `-k`, `--keep-index`,
+/// `--format=<format>` (a markdown list item, "- text", is not one).
+fn is_option_line(line: &str) -> bool {
+    let l = line.trim();
+    let mut c = l.chars();
+    c.next() == Some('-')
+        && c.next()
+            .is_some_and(|c| c == '-' || c.is_ascii_alphanumeric())
+        && l.chars().count() <= 60
+        && !l.ends_with(['.', '!', '?', ':'])
+}
+
 fn push_sentence(out: &mut Vec<String>, s: &str) {
     let s = s.trim();
-    if s.chars().count() >= 20 && s.chars().count() <= 400 {
+    if s.chars().count() >= 20 && s.chars().count() <= MAX_SENTENCE_CHARS {
         out.push(s.to_string());
     }
 }
@@ -225,6 +276,18 @@ mod tests {
             "in our chart), so it is one command. To undo it, run:\nkubectl rollout undo x",
         );
         assert_eq!(s, vec!["To undo it, run: kubectl rollout undo x"]);
+        let s = split_sentences(
+            "-k\n--keep-index\nAll changes already added to the index are left intact.\n\
+             -q\nQuiet. Suppress feedback messages.\n- a markdown list item that is long enough",
+        );
+        assert_eq!(
+            s,
+            vec![
+                "-k, --keep-index: All changes already added to the index are left intact.",
+                "-q: Quiet. Suppress feedback messages.",
+                "- a markdown list item that is long enough"
+            ]
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod grounded;
 pub mod interview;
 pub mod navigator;
 pub mod rag;
+pub mod reader;
 pub mod routing;
 pub mod section_tool;
 mod shared;
@@ -57,6 +58,9 @@ impl<T, P: Pending<Output = T>> Step<T, P> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AnswerMode {
+    /// The LLM reads numbered passages, quotes those that answer, says whether they do,
+    /// then answers from its quotes (`reader`). The default when an LLM is available.
+    Reader,
     /// The LLM chooses and orders evidence sentences; the grammar admits nothing else.
     Grounded,
     /// The LLM writes freely (schema-constrained) from the retrieved chunks only.
@@ -79,27 +83,22 @@ pub enum AnswerFormat {
     Navigator,
 }
 
-impl AnswerFormat {
-    pub fn default_mode(self) -> AnswerMode {
-        match self {
-            AnswerFormat::Rag => DEFAULT_RAG_MODE,
-            AnswerFormat::Navigator => DEFAULT_NAVIGATOR_MODE,
-        }
+/// The mode `ask` uses when none is given: the reader when an LLM is available, else
+/// extractive. Measured with `sextant eval` (README, Answers).
+pub fn default_mode(llm_available: bool) -> AnswerMode {
+    if llm_available {
+        AnswerMode::Reader
+    } else {
+        AnswerMode::Extractive
     }
 }
-
-/// Default modes, chosen from `sextant bench ask` on the sample KB (README, Performance):
-/// with the 135M model, extractive answers contain a sentence of the expected section for
-/// 72% of the labelled questions, grounded 40%, free LLM text 16%.
-pub const DEFAULT_RAG_MODE: AnswerMode = AnswerMode::Extractive;
-pub const DEFAULT_NAVIGATOR_MODE: AnswerMode = AnswerMode::Extractive;
 
 /// One question for `ask`.
 #[derive(Debug, Clone)]
 pub struct AskRequest {
     pub question: String,
     pub format: AnswerFormat,
-    /// None: the format's default mode.
+    /// None: `default_mode(true)`, the reader (callers without a model pass extractive).
     pub mode: Option<AnswerMode>,
     /// Chunks retrieved.
     pub k: usize,
@@ -123,7 +122,7 @@ pub enum PendingAnswer {
 /// mode asks for it and the evidence answers the question.
 pub fn prepare_ask(kb: &KnowledgeBase, req: &AskRequest) -> Result<Step<Answer, PendingAnswer>> {
     kb.require_chunks()?;
-    let mode = req.mode.unwrap_or(req.format.default_mode());
+    let mode = req.mode.unwrap_or(default_mode(true));
     Ok(match req.format {
         AnswerFormat::Rag => match rag::prepare(kb, &req.question, req.k, mode)? {
             Step::Done(r) => Step::Done(Answer::new(AnswerFormat::Rag, r)?),

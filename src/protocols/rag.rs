@@ -12,6 +12,7 @@ use serde_json::json;
 use super::checks::grounding_share;
 use super::evidence::Evidence;
 use super::grounded::{extractive_answer, join_sentences};
+use super::reader;
 use super::shared::{gather, grounded_answer, llm_object};
 use super::{AnswerMode, Pending, Report, Step};
 use crate::kb::KnowledgeBase;
@@ -38,6 +39,13 @@ pub struct RagResponse {
 
 pub const NOT_FOUND: &str = "I could not find a supported answer in the knowledge base. \
     The retrieved passages do not contain information that answers this question.";
+
+/// Whether a RAG answer is the not-found answer (the format's only way to refuse).
+pub fn is_not_found(final_answer: &str) -> bool {
+    final_answer.starts_with(NOT_FOUND_OPENING)
+}
+
+const NOT_FOUND_OPENING: &str = "I could not find a supported answer";
 
 /// The model's part of a RAG answer: the evidence, and the mode that writes the text.
 pub struct PendingRag {
@@ -83,6 +91,9 @@ impl Pending for PendingRag {
             mut report,
         } = self;
         let text = match mode {
+            // The format has no confidence field to carry the reader's verdict; it is in
+            // the report's decision.
+            AnswerMode::Reader => reader::read(llm, &ev, &mut report)?.answer,
             AnswerMode::Grounded => {
                 grounded_answer(llm, &ev, "final_answer", GROUNDED_SYSTEM, &mut report)?.0
             }
@@ -141,7 +152,7 @@ fn respond(
         .map(|h| h.text.as_str())
         .collect::<Vec<_>>()
         .join("\n");
-    report.grounding_share = if ev.answerable() {
+    report.grounding_share = if ev.answerable() && !is_not_found(&response.final_answer) {
         grounding_share(&response.final_answer, &evidence_text)
     } else {
         1.0

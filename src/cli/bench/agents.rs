@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use sextant::llm::Llm;
 
-use crate::cli::stats::percentile;
+use sextant::stats::percentile;
 
 /// `sextant bench agents`: navigate_to_section over the labelled questions (latency, share
 /// routed without the LLM, expected file reached) and the routing navigator over a spread

@@ -17,7 +17,7 @@ use sextant::models::VerifiedModel;
 use sextant::schemas;
 use sextant::structured::{generate_structured, StructuredRequest, DEFAULT_MAX_TOKENS};
 
-use crate::cli::stats::{mean, median, percentile};
+use sextant::stats::{mean, median, percentile};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {

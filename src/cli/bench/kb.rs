@@ -6,7 +6,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::{dir_mb, peak_rss_mb};
-use crate::cli::stats::percentile;
+use sextant::stats::percentile;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct KbBenchArgs {

@@ -2,7 +2,6 @@
 //! public API and prints here; nothing in the library prints.
 
 mod agents;
-mod ask;
 mod generate;
 mod kb;
 mod schemas;
@@ -20,13 +19,6 @@ use super::{Ctx, KbArg};
 pub enum BenchCommand {
     /// Load time, prompt and generation speed, grammar overhead, completion rate.
     Generate(generate::BenchArgs),
-    /// Latency and answer quality of `ask` in each format and mode on a KB.
-    Ask {
-        #[command(flatten)]
-        kb: KbArg,
-        #[command(flatten)]
-        args: ask::AskBenchArgs,
-    },
     /// Interview turn latency at turn 10, with and without KV-cache reuse.
     Interview,
     /// Latency and LLM share of navigate_to_section and the routing navigator (and the
@@ -63,10 +55,6 @@ pub enum BenchCommand {
 pub fn run(ctx: &Ctx, command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Generate(args) => generate::run_generate(&ctx.llm_model()?, &args),
-        BenchCommand::Ask { kb, args } => {
-            let kb = ctx.open_kb(&kb)?;
-            ask::run_ask(&kb, &mut ctx.load_llm()?, &args)
-        }
         BenchCommand::Interview => agents::run_interview(&mut ctx.load_llm()?),
         BenchCommand::Agents {
             kb,

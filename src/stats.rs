@@ -1,4 +1,4 @@
-//! The summary statistics the CLI prints (benchmarks, `--explain`).
+//! Summary statistics of measurements (benchmarks, `sextant eval`).
 
 /// The value at quantile `p` (0..=1) of `xs` (nearest rank; 0 for no values).
 pub fn percentile(mut xs: Vec<f64>, p: f64) -> f64 {

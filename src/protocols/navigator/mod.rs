@@ -32,6 +32,7 @@ use super::evidence::{Evidence, ANSWERABLE_MIN_SCORE, DOMAIN_MIN_SCORE};
 use super::grounded::{
     candidates, evidence_listing, extractive_answer, join_sentences, CANDIDATES,
 };
+use super::reader::{self, Verdict};
 use super::shared::{gather, grounded_answer, llm_object};
 use super::{AnswerMode, Pending, Report, Step};
 use crate::kb::search::Hit;
@@ -39,11 +40,13 @@ use crate::kb::KnowledgeBase;
 use crate::llm::Llm;
 use crate::schemas::{self, SchemaId};
 
+mod refusal;
+
 pub const HIGH_MIN: f64 = 0.78;
 pub const CONFIRMING_MIN: f64 = 0.75;
 pub const MEDIUM_MIN: f64 = 0.72;
 const MAX_SOURCES: usize = 3;
-const MAX_RELATED: usize = 5;
+pub(crate) const MAX_RELATED: usize = 5;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Source {
@@ -176,74 +179,18 @@ pub fn prepare(
 ) -> Result<Step<(NavigatorResponse, Report), PendingNavigator>> {
     let (ev, mut report) = gather(kb, question, k, mode)?;
     let facts = SectionFacts::of(kb, &ev.hits)?;
-    let about = if ev.domain.description.is_empty() {
-        ev.domain.name.clone()
-    } else {
-        ev.domain.description.clone()
-    };
 
     if ev.out_of_domain() {
         report.decision = format!(
             "out of domain: best chunk {:.3} < {ANSWERABLE_MIN_SCORE} and domain similarity {:.3} < {DOMAIN_MIN_SCORE}",
             ev.best_score, ev.domain_score
         );
-        let response = NavigatorResponse {
-            answer: format!(
-                "This question is outside the domain of this knowledge base, which covers {about}. \
-                 Consult documentation or a team that covers the topic you asked about."
-            ),
-            sources: Vec::new(),
-            confidence: "high".into(),
-            confidence_reason: format!(
-                "Question is far from every document (best match {:.2}) and from the knowledge \
-                 base's topics (similarity {:.2}), so it is outside the configured domain.",
-                ev.best_score, ev.domain_score
-            ),
-            related_topics: ev.domain.topics.iter().take(3).cloned().collect(),
-            out_of_domain: true,
-        };
-        return check(response, &ev, &facts, report, None).map(Step::Done);
+        return check(refusal::out_of_domain(&ev), &ev, &facts, report, None).map(Step::Done);
     }
     if !ev.answerable() {
         report.decision = format!("in domain, no answer: {}", ev.why_unanswerable());
-        let mut related: Vec<String> = Vec::new();
-        for h in &ev.hits {
-            if !related.contains(&h.section) {
-                related.push(h.section.clone());
-            }
-        }
-        related.truncate(MAX_RELATED);
-        let response = NavigatorResponse {
-            answer: if ev.unknown_terms.is_empty() {
-                format!(
-                    "I don't have information about this in the knowledge base. It covers \
-                     {about}, but no section answers this question."
-                )
-            } else {
-                format!(
-                    "I don't have information about {} in the knowledge base. It covers {about}.",
-                    ev.unknown_terms.join(", ")
-                )
-            },
-            sources: Vec::new(),
-            confidence: "high".into(),
-            confidence_reason: if ev.unknown_terms.is_empty() {
-                format!(
-                    "Searched the whole knowledge base: the closest passage scored {:.2}, below \
-                     the {ANSWERABLE_MIN_SCORE:.2} needed to support an answer. High confidence \
-                     in the absence of information.",
-                    ev.best_score
-                )
-            } else {
-                format!(
-                    "Searched the whole knowledge base: no document mentions {}. High confidence \
-                     in the absence of information.",
-                    ev.unknown_terms.join(", ")
-                )
-            },
-            related_topics: related,
-            out_of_domain: false,
-        };
+        let why = refusal::Absence::from_evidence(&ev);
+        let response = refusal::not_documented(&ev, &why);
         return check(response, &ev, &facts, report, None).map(Step::Done);
     }
 
@@ -260,7 +207,7 @@ pub fn prepare(
             }
         }
         let text = join_sentences(&chosen.iter().map(|s| s.text.as_str()).collect::<Vec<_>>());
-        return cite(text, cited, &ev, &facts, report).map(Step::Done);
+        return cite(text, cited, Basis::Scores, &ev, &facts, report).map(Step::Done);
     }
     Ok(Step::NeedsLlm(PendingNavigator {
         ev,
@@ -281,6 +228,25 @@ impl Pending for PendingNavigator {
             facts,
         } = self;
         let (answer, cited) = match mode {
+            AnswerMode::Reader => {
+                let reading = reader::read(llm, &ev, &mut report)?;
+                let mut cited: Vec<(String, String)> = Vec::new();
+                for &q in &reading.quoted {
+                    let h = &ev.hits[q];
+                    let key = (h.file.clone(), h.section.clone());
+                    if !cited.contains(&key) {
+                        cited.push(key);
+                    }
+                }
+                return cite(
+                    reading.answer,
+                    cited,
+                    Basis::Reader(reading.verdict),
+                    &ev,
+                    &facts,
+                    report,
+                );
+            }
             // The LLM chooses sentences; their sections are the citations (exact by
             // construction, so the model's own citation guess is not needed).
             AnswerMode::Grounded => {
@@ -322,7 +288,7 @@ impl Pending for PendingNavigator {
                 (answer, cited)
             }
         };
-        cite(answer, cited, &ev, &facts, report)
+        cite(answer, cited, Basis::Scores, &ev, &facts, report)
     }
 }
 
@@ -337,11 +303,21 @@ pub fn answer(
     prepare(kb, question, k, mode)?.complete(llm)
 }
 
+/// What a cited answer's confidence rests on.
+enum Basis {
+    /// The scores of the cited sections (the written rules of the module docs).
+    Scores,
+    /// The reader's verdict on the passages it quoted.
+    Reader(Verdict),
+}
+
 /// The response around an answer and its cited sections: sources with relevance lines,
-/// confidence by the written rules, related topics, then the checks.
+/// confidence by the written rules (or the reader's verdict), related topics, then the
+/// checks.
 fn cite(
     answer: String,
     cited: Vec<(String, String)>,
+    basis: Basis,
     ev: &Evidence,
     facts: &SectionFacts,
     report: Report,
@@ -359,26 +335,10 @@ fn cite(
         .iter()
         .map(|s| score_of(&ev.hits, &s.file, &s.section))
         .collect();
-    let best = scores.iter().copied().fold(0.0, f64::max);
     let files: std::collections::BTreeSet<&str> = sources.iter().map(|s| s.file.as_str()).collect();
-    let level = confidence_level(&scores, files.len());
-    let confirming = scores.len() >= 2 && scores.iter().all(|s| *s >= CONFIRMING_MIN);
-    let why = match level {
-        Level::High if confirming => format!(
-            "{} cited sections all match the question closely (best {best:.2}) and agree",
-            sources.len()
-        ),
-        Level::High => format!(
-            "the cited section matches the question closely (score {best:.2}) and answers it directly"
-        ),
-        Level::Medium if files.len() >= 2 => format!(
-            "the answer combines sections from {} files (best score {best:.2})",
-            files.len()
-        ),
-        Level::Medium => {
-            format!("the cited section is relevant (score {best:.2}) but not an exact match")
-        }
-        Level::Low => format!("the closest section is only partially relevant (score {best:.2})"),
+    let (level, why) = match basis {
+        Basis::Scores => score_confidence(&scores, files.len(), sources.len()),
+        Basis::Reader(verdict) => reader_confidence(verdict, &sources, files.len()),
     };
     let mut related: Vec<String> = Vec::new();
     for s in &sources {
@@ -399,6 +359,61 @@ fn cite(
         out_of_domain: false,
     };
     check(response, ev, facts, report, Some(level))
+}
+
+/// Confidence from the cited sections' scores, with its reason.
+fn score_confidence(scores: &[f64], files: usize, n_sources: usize) -> (Level, String) {
+    let best = scores.iter().copied().fold(0.0, f64::max);
+    let level = confidence_level(scores, files);
+    let confirming = scores.len() >= 2 && scores.iter().all(|s| *s >= CONFIRMING_MIN);
+    let why = match level {
+        Level::High if confirming => format!(
+            "{n_sources} cited sections all match the question closely (best {best:.2}) and agree"
+        ),
+        Level::High => format!(
+            "the cited section matches the question closely (score {best:.2}) and answers it directly"
+        ),
+        Level::Medium if files >= 2 => {
+            format!("the answer combines sections from {files} files (best score {best:.2})")
+        }
+        Level::Medium => {
+            format!("the cited section is relevant (score {best:.2}) but not an exact match")
+        }
+        Level::Low => format!("the closest section is only partially relevant (score {best:.2})"),
+    };
+    (level, why)
+}
+
+/// Confidence from the reader's verdict (the seed's levels): the quoted passages state
+/// the answer in one file (high: one authoritative source), in several files (medium:
+/// synthesis), or answer only part of the question (low: partial).
+fn reader_confidence(verdict: Verdict, sources: &[Source], files: usize) -> (Level, String) {
+    let named = sources
+        .iter()
+        .map(|s| format!("{} § {}", s.file, s.section))
+        .collect::<Vec<_>>()
+        .join("; ");
+    match verdict {
+        Verdict::Answers if files <= 1 => (
+            Level::High,
+            format!("the quoted passages of {named} state the answer directly, one authoritative source"),
+        ),
+        Verdict::Answers => (
+            Level::Medium,
+            format!("the answer combines passages from {files} files ({named})"),
+        ),
+        Verdict::Partly => (
+            Level::Low,
+            format!("the quoted passages of {named} answer only part of the question"),
+        ),
+        Verdict::DoesNotAnswer => (
+            Level::Low,
+            format!(
+                "the closest passages ({named}) may not answer the question: the reader judged \
+                 that they do not; check the cited sections"
+            ),
+        ),
+    }
 }
 
 /// The written confidence rules (module docs) over the cited sections' scores and the
@@ -458,13 +473,18 @@ fn check(
         .iter()
         .map(|s| (s.file.clone(), s.section.clone()))
         .collect();
-    let cited_text: String = ev
-        .hits
-        .iter()
-        .filter(|h| cited.iter().any(|(f, s)| *f == h.file && *s == h.section))
-        .map(|h| h.text.as_str())
-        .collect::<Vec<_>>()
-        .join("\n");
+    // What the answer may draw on: the cited chunks, their file and section names, and
+    // the sentences of their sections (an answer quotes whole sentences, which can run
+    // past a chunk's edge).
+    let is_cited = |h: &Hit| cited.iter().any(|(f, s)| *f == h.file && *s == h.section);
+    let mut cited_text = String::new();
+    for h in ev.hits.iter().filter(|h| is_cited(h)) {
+        cited_text.push_str(&format!("{} § {}\n{}\n", h.file, h.section, h.text));
+    }
+    for s in ev.sentences.iter().filter(|s| is_cited(&ev.hits[s.hit])) {
+        cited_text.push_str(&s.text);
+        cited_text.push('\n');
+    }
     let exists = |f: &str, s: &str| facts.existing.contains(&(f.to_string(), s.to_string()));
     let mut rules = vec![
         checks::source_existence(&cited, &exists),

@@ -1,0 +1,173 @@
+//! `sextant eval`: runs a labelled question set against a KB in one or more answer modes
+//! and prints (and with `--json` writes) the figures of `sextant::eval`.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use serde::Serialize;
+
+use sextant::eval::{self, EvalQuestion, Figures, Scored};
+use sextant::llm::Llm;
+use sextant::protocols::{prepare_ask, AnswerFormat, AnswerMode, AskRequest};
+
+use super::{Ctx, KbArg};
+
+#[derive(Args)]
+pub struct EvalArgs {
+    #[command(flatten)]
+    kb: KbArg,
+    /// The question set: JSONL, one {"id", "split", "kind", "question", "file", "section",
+    /// "keywords"} a line (see eval/README.md).
+    questions: PathBuf,
+    #[arg(long, value_enum, default_value_t = AnswerFormat::Navigator)]
+    format: AnswerFormat,
+    /// Answer modes to run, comma-separated (default: the format's default mode).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    modes: Vec<AnswerMode>,
+    /// Which half of the set: tune, report or all.
+    #[arg(long, default_value = "all", value_parser = ["tune", "report", "all"])]
+    split: String,
+    /// Chunks retrieved per question (hit@k).
+    #[arg(long, default_value_t = 5)]
+    k: usize,
+    /// Only the first N questions of the split (0 = all).
+    #[arg(long, default_value_t = 0)]
+    limit: usize,
+    /// Also write the figures and every question's result to this JSON file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Print each question's outcome and answer.
+    #[arg(long)]
+    verbose: bool,
+}
+
+#[derive(Serialize)]
+struct ModeRun {
+    format: AnswerFormat,
+    mode: AnswerMode,
+    figures: Figures,
+    questions: Vec<Scored>,
+}
+
+pub fn run(ctx: &Ctx, args: EvalArgs) -> Result<()> {
+    let mut questions: Vec<EvalQuestion> = eval::load_questions(&args.questions)?
+        .into_iter()
+        .filter(|q| args.split == "all" || q.split.as_deref() == Some(args.split.as_str()))
+        .collect();
+    if questions.is_empty() {
+        bail!(
+            "{} has no questions in split {:?}; use --split all, tune or report",
+            args.questions.display(),
+            args.split
+        );
+    }
+    if args.limit > 0 {
+        questions.truncate(args.limit);
+    }
+    let kb = ctx.open_kb(&args.kb)?;
+    let modes = if args.modes.is_empty() {
+        vec![ctx.default_mode()]
+    } else {
+        args.modes.clone()
+    };
+    let mut llm: Option<Llm> = None;
+    let mut runs = Vec::new();
+    for mode in modes {
+        if mode.needs_llm() && llm.is_none() {
+            llm = Some(ctx.load_llm()?);
+        }
+        let mut scored = Vec::new();
+        for q in &questions {
+            let request = AskRequest {
+                question: q.question.clone(),
+                format: args.format,
+                mode: Some(mode),
+                k: args.k,
+            };
+            let t = Instant::now();
+            let answer = prepare_ask(&kb, &request)?.complete(llm.as_mut())?;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            let s = eval::score(&kb, q, &answer, ms)?;
+            if args.verbose {
+                eprintln!(
+                    "{} [{:?} → {:?}] kw {} cited {} {:.1}s: {}",
+                    s.id,
+                    s.kind,
+                    s.outcome,
+                    s.keyword_share
+                        .map(|k| format!("{k:.2}"))
+                        .unwrap_or("-".into()),
+                    s.cited_expected,
+                    ms / 1e3,
+                    s.answer
+                        .chars()
+                        .take(160)
+                        .collect::<String>()
+                        .replace('\n', " ")
+                );
+            }
+            scored.push(s);
+        }
+        runs.push(ModeRun {
+            format: args.format,
+            mode,
+            figures: eval::summarise(&scored, args.format),
+            questions: scored,
+        });
+    }
+    print_table(&args, &runs);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&runs)?)?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn print_table(args: &EvalArgs, runs: &[ModeRun]) {
+    let f0 = &runs[0].figures;
+    println!(
+        "{} · split {} · {} questions ({} answerable, {} not documented, {} out of domain) · k={}",
+        args.questions.display(),
+        args.split,
+        f0.questions,
+        f0.answerable,
+        f0.not_documented,
+        f0.out_of_domain,
+        args.k
+    );
+    println!(
+        "{:<22} {:>6} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>8} {:>8}",
+        "format · mode",
+        "hit@k",
+        "cited",
+        "kw-found",
+        "keywords",
+        "grounded",
+        "refused",
+        "honesty",
+        "ood",
+        "invented",
+        "p50 s",
+        "p95 s"
+    );
+    for r in runs {
+        let f = &r.figures;
+        println!(
+            "{:<22} {:>6.2} {:>6.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>8} {:>8.1} {:>8.1}",
+            format!("{:?} · {:?}", r.format, r.mode).to_lowercase(),
+            f.hit_at_k,
+            f.cited_expected_file,
+            f.keyword_retrieved,
+            f.keyword_share,
+            f.grounded_share,
+            f.answerable_refused,
+            f.not_documented_honesty,
+            f.out_of_domain_accuracy,
+            f.invented_answers,
+            f.latency_p50_ms / 1e3,
+            f.latency_p95_ms / 1e3
+        );
+    }
+}
