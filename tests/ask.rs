@@ -409,12 +409,27 @@ fn reader_rules_decide_unanswerable_and_out_of_domain_questions_without_the_mode
             false,
         ),
         ("How do I bake sourdough bread at home?", true),
+        // OpenTelemetry is named once in the KB (monitoring/logging.md), in none of the
+        // sections about rollbacks that this question retrieves.
+        (
+            "How do I roll back a deployment that OpenTelemetry flagged?",
+            false,
+        ),
     ] {
         match prepare_ask(&kb, &ask(q)).unwrap() {
             Step::Done(a) => {
                 assert_eq!(a.report.mode, "reader", "the default mode");
                 assert_eq!(a.value["outOfDomain"], out_of_domain, "{q}");
                 assert!(a.value["sources"].as_array().unwrap().is_empty(), "{q}");
+                if q.contains("OpenTelemetry") {
+                    assert!(
+                        a.report
+                            .decision
+                            .contains("no retrieved section mentions OpenTelemetry"),
+                        "{}",
+                        a.report.decision
+                    );
+                }
             }
             Step::NeedsLlm(_) => panic!("{q}: the rules should have decided"),
         }

@@ -46,6 +46,10 @@ pub struct Evidence {
     /// KB. Similarity cannot tell "how do I configure Kafka" from a documented question
     /// about the same service; a name the documents never mention can.
     pub unknown_terms: Vec<String>,
+    /// Names in the question that some document mentions but none of the retrieved
+    /// sections does: the passages that match the question are about something else
+    /// ("open a pull request on GitHub" when GitHub is named once, elsewhere).
+    pub unretrieved_terms: Vec<String>,
 }
 
 impl Evidence {
@@ -68,11 +72,14 @@ impl Evidence {
             .map(|v| crate::kb::search::normalised(cosine(&q, v)))
             .fold(0.0, f64::max);
         let mut sentences: Vec<Sentence> = Vec::new();
+        let mut retrieved_text = String::new();
         for (i, h) in hits.iter().enumerate() {
             // Sentences come from the whole section, so none is cut at a chunk edge; a
             // sentence belongs to the hit if the chunk holds its start or it holds the
             // chunk's start.
             let section = kb.store.section_text_of(h.key)?;
+            retrieved_text
+                .push_str(&format!("{}\n{}\n{section}\n", h.file, h.section).to_lowercase());
             let head = |t: &str| t.chars().take(40).collect::<String>();
             let chunk_head = head(&h.text);
             let in_chunk: Vec<String> = split_sentences(&section)
@@ -100,6 +107,7 @@ impl Evidence {
             sentences.sort_by(|a, b| b.relevance.partial_cmp(&a.relevance).unwrap());
         }
         let mut unknown_terms = Vec::new();
+        let mut unretrieved_terms = Vec::new();
         for (i, raw) in question
             .split(|c: char| !c.is_alphanumeric() && c != '-' && c != '_')
             .filter(|w| !w.is_empty())
@@ -109,12 +117,21 @@ impl Evidence {
             let named = (i > 0 && w.chars().next().is_some_and(char::is_uppercase))
                 || w.chars().skip(1).any(char::is_uppercase)
                 || w.chars().any(|c| c.is_ascii_digit());
-            if named && w.chars().count() >= 2 && !kb.store.term_known(w)? {
-                unknown_terms.push(w.to_string());
+            if named && w.chars().count() >= 2 {
+                if !kb.store.term_known(w)? {
+                    unknown_terms.push(w.to_string());
+                } else if !hits.is_empty()
+                    && is_proper_name(w)
+                    && !crate::kb::stopwords::is_stopword(&w.to_lowercase())
+                    && !retrieved_text.contains(&w.to_lowercase())
+                {
+                    unretrieved_terms.push(w.to_string());
+                }
             }
         }
         Ok(Evidence {
             unknown_terms,
+            unretrieved_terms,
             question: question.to_string(),
             hits,
             best_score,
@@ -125,21 +142,36 @@ impl Evidence {
     }
 
     pub fn answerable(&self) -> bool {
-        self.best_score >= ANSWERABLE_MIN_SCORE && self.unknown_terms.is_empty()
+        self.best_score >= ANSWERABLE_MIN_SCORE
+            && self.unknown_terms.is_empty()
+            && self.unretrieved_terms.is_empty()
     }
 
     /// Why the evidence does not answer: names no document mentions, or the best score.
     pub fn why_unanswerable(&self) -> String {
-        if self.unknown_terms.is_empty() {
-            format!("best chunk {:.3} < {ANSWERABLE_MIN_SCORE}", self.best_score)
-        } else {
+        if !self.unknown_terms.is_empty() {
             format!("no document mentions {}", self.unknown_terms.join(", "))
+        } else if !self.unretrieved_terms.is_empty() {
+            format!(
+                "no retrieved section mentions {}",
+                self.unretrieved_terms.join(", ")
+            )
+        } else {
+            format!("best chunk {:.3} < {ANSWERABLE_MIN_SCORE}", self.best_score)
         }
     }
 
     pub fn out_of_domain(&self) -> bool {
         !self.answerable() && self.domain_score < DOMAIN_MIN_SCORE
     }
+}
+
+/// A name as products and projects are written (`GitHub`, `Tested-by`): letters with at
+/// least one lowercase, no digits. Acronyms and numbers are left out of the retrieved-
+/// sections check: documents spell them differently (HTTPS / TLS) and error messages
+/// carry numbers that no section repeats.
+fn is_proper_name(w: &str) -> bool {
+    w.chars().any(char::is_lowercase) && !w.chars().any(|c| c.is_ascii_digit())
 }
 
 /// Splits chunk text into sentences (and lines: lists and commands are one per line);

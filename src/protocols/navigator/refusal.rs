@@ -9,6 +9,8 @@ use crate::protocols::evidence::{Evidence, ANSWERABLE_MIN_SCORE};
 pub enum Absence {
     /// The question names things no document mentions.
     UnknownTerms(Vec<String>),
+    /// The question names things that none of the best-matching sections mentions.
+    UnretrievedTerms(Vec<String>),
     /// The best retrieved passage scores too low.
     WeakMatch,
 }
@@ -16,10 +18,12 @@ pub enum Absence {
 impl Absence {
     /// The rules' reason (before any reading).
     pub fn from_evidence(ev: &Evidence) -> Absence {
-        if ev.unknown_terms.is_empty() {
-            Absence::WeakMatch
-        } else {
+        if !ev.unknown_terms.is_empty() {
             Absence::UnknownTerms(ev.unknown_terms.clone())
+        } else if !ev.unretrieved_terms.is_empty() {
+            Absence::UnretrievedTerms(ev.unretrieved_terms.clone())
+        } else {
+            Absence::WeakMatch
         }
     }
 }
@@ -70,6 +74,20 @@ pub fn not_documented(ev: &Evidence, why: &Absence) -> NavigatorResponse {
             format!(
                 "Searched the whole knowledge base: no document mentions {}. High confidence \
                  in the absence of information.",
+                terms.join(", ")
+            ),
+        ),
+        Absence::UnretrievedTerms(terms) => (
+            format!(
+                "I don't have information about this for {} in the knowledge base. It covers \
+                 {about}, but the sections closest to the question do not mention {}.",
+                terms.join(", "),
+                terms.join(", ")
+            ),
+            format!(
+                "Searched the whole knowledge base: the sections that best match the question \
+                 (best {:.2}) never mention {}. High confidence in the absence of information.",
+                ev.best_score,
                 terms.join(", ")
             ),
         ),
