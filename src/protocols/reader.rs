@@ -1,16 +1,20 @@
-//! The reader answer mode: the model reads numbered passages (the most relevant sentences
-//! and option entries of the retrieved sections), then, in this order,
+//! The reader answer mode: the model reads the best retrieved chunks, numbered, then, in
+//! this order,
 //! 1. lists the numbers of the passages that answer the question (`evidence`: an array of
 //!    integers within the listing, so only retrieved text can be quoted),
-//! 2. says whether they answer it (`answers`: yes / partly / no), having looked first —
-//!    a verdict asked for before the model has written anything comes out constant,
-//! 3. writes a short answer from those passages.
+//! 2. writes a short answer from those passages,
+//! 3. says whether they answer it (`answers_question`: yes / partly / no) — last, because
+//!    a verdict asked for before the model has read or written anything comes out
+//!    constant.
 //!
 //! Quoting by number rather than by copying keeps the grammar small and the generation
-//! short. Then the rules: an answer without quoted evidence does not answer; every path,
-//! command, flag, URL and quantity in the answer must occur in the quoted passages,
-//! otherwise the answer is replaced by the quotes themselves (`Reading::replaced` says
-//! which tokens were missing).
+//! short. Then the rules: nothing quoted means no answer; every path, command, flag, URL
+//! and number in the answer must occur in the quoted chunks, otherwise the answer is
+//! replaced by their best sentences (`Reading::replaced` says which tokens were missing)
+//! and a "yes" becomes "partly"; the sentence that best supports the answer is quoted
+//! after it with its file and section. On git-doc's tuning half the 0.5B model's verdict
+//! did not separate answered from unanswered questions, so callers use it for confidence
+//! only, never to refuse.
 
 use anyhow::Result;
 use serde::Serialize;
