@@ -42,10 +42,8 @@ pub const NOT_FOUND: &str = "I could not find a supported answer in the knowledg
 
 /// Whether a RAG answer is the not-found answer (the format's only way to refuse).
 pub fn is_not_found(final_answer: &str) -> bool {
-    final_answer.starts_with(NOT_FOUND_OPENING)
+    final_answer == NOT_FOUND
 }
-
-const NOT_FOUND_OPENING: &str = "I could not find a supported answer";
 
 /// The model's part of a RAG answer: the evidence, and the mode that writes the text.
 pub struct PendingRag {
@@ -152,7 +150,7 @@ fn respond(
         .map(|h| h.text.as_str())
         .collect::<Vec<_>>()
         .join("\n");
-    report.grounding_share = if ev.answerable() && !is_not_found(&response.final_answer) {
+    report.grounding_share = if ev.answerable() {
         grounding_share(&response.final_answer, &evidence_text)
     } else {
         1.0
