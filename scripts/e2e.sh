@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end tests over loopback: `sextant serve` on a fresh KB with a token, then the
 # official openai Python client (tests/openai/) and the UI in Debian's Chromium driven by
-# Playwright (tests/ui/). Needs `make e2e-deps` (what `make test` runs first).
+# Playwright (tests/ui/); then `sextant mcp` on its own copy of the sample KB, driven by
+# the official MCP Python SDK (tests/mcp/). Needs `make e2e-deps` (what `make test` runs
+# first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=target/release/sextant
@@ -27,6 +29,11 @@ SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN "$VENV/bin/python" tests/openai/test_secur
 echo "== reads during an ingest and a generation (tests/openai/test_load.py)"
 SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN SEXTANT_SAMPLE_KB="$PWD/examples/kb" \
   "$VENV/bin/python" tests/openai/test_load.py
+echo "== grounded answers as OpenAI models (tests/openai/test_grounded.py)"
+SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN "$VENV/bin/python" tests/openai/test_grounded.py
 echo "== UI in Chromium (tests/ui), screenshots in $OUT/ui"
 SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN SEXTANT_SAMPLE_KB="$PWD/examples/kb" OUT_DIR="$OUT/ui" \
   node tests/ui/ui.spec.mjs
+echo "== sextant mcp over stdio, the MCP Python SDK (tests/mcp)"
+"$BIN" ingest --kb "$TMP/mcp-kb" examples/kb >"$TMP/mcp-ingest.log" 2>&1 || { cat "$TMP/mcp-ingest.log"; exit 1; }
+SEXTANT_BIN="$PWD/$BIN" SEXTANT_MCP_KB="$TMP/mcp-kb" "$VENV/bin/python" tests/mcp/test_mcp.py

@@ -2,6 +2,7 @@
 //! codes. Each command's arguments and printing live in its own file under `cli/`.
 
 mod cli;
+mod mcp;
 mod server;
 
 use std::path::PathBuf;
@@ -57,6 +58,9 @@ enum Command {
     Route(cli::route::RouteArgs),
     /// Serve the UI and the local HTTP API (protocol routes and OpenAI-compatible routes).
     Serve(cli::serve::ServeArgs),
+    /// Serve the knowledge base to MCP clients (editors, agents) over stdio: tools search,
+    /// ask, read_section, navigate_to_section; each document as a resource.
+    Mcp(cli::mcp::McpArgs),
     /// Run an interview in the terminal (answers read line by line from stdin).
     Interview(cli::interview::InterviewArgs),
     /// Knowledge base information.
@@ -105,6 +109,7 @@ fn main() -> ExitCode {
         Command::Navigate(a) => cli::ask::navigate(&ctx, a),
         Command::Route(a) => cli::route::run(&ctx, a),
         Command::Serve(a) => cli::serve::run(&ctx, a),
+        Command::Mcp(a) => cli::mcp::run(&ctx, a),
         Command::Interview(a) => cli::interview::run(&ctx, a),
         Command::Kb { command } => cli::kb::run(&ctx, command),
         Command::Eval(a) => cli::eval::run(&ctx, a),

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::constrain::bounds::{bound_schema, minimal_instance, BoundedSchema, Bounds};
 use crate::constrain::compat;
+use crate::constrain::narrow::narrow;
 use crate::constrain::validate::{SchemaValidator, ValidationFailure};
 use crate::constrain::Grammar;
 use crate::llm::chat_template::Message;
@@ -150,6 +151,22 @@ impl StructuredError {
     }
 }
 
+/// Most a schema's default budget is raised to (`default_budget`).
+pub const RAISED_MAX_TOKENS: usize = 4096;
+
+/// The token budget for `schema` when the caller gives none: `DEFAULT_MAX_TOKENS`, or
+/// more (up to `RAISED_MAX_TOKENS`) when even its required structure at the smallest
+/// added bounds would not fit the default. Reported by `--explain`.
+pub fn default_budget(schema: &Value, bounds: &Bounds) -> usize {
+    let (mut grammar_copy, _) = compat::for_grammar(schema);
+    narrow(&mut grammar_copy);
+    let fitted = bound_schema(&grammar_copy, bounds, DEFAULT_MAX_TOKENS);
+    let needed = fitted
+        .worst_case_chars
+        .map_or(0, |w| (w as f64 / bounds.chars_per_token).ceil() as usize);
+    needed.clamp(DEFAULT_MAX_TOKENS, RAISED_MAX_TOKENS)
+}
+
 /// A request for one value of `schema` with a plain instruction, as `sextant bench
 /// schemas` and the schema corpus test send it.
 pub fn schema_request(schema: &Value, description: &str, max_tokens: usize) -> StructuredRequest {
@@ -195,8 +212,10 @@ pub fn generate_structured(
                     });
                 }
             }
-            let (for_grammar, notes) = compat::for_grammar(schema);
-            let bounded = bound_schema(&for_grammar, &req.bounds, req.max_tokens);
+            let (mut for_grammar, notes) = compat::for_grammar(schema);
+            let narrowed = narrow(&mut for_grammar);
+            let mut bounded = bound_schema(&for_grammar, &req.bounds, req.max_tokens);
+            bounded.narrowed.splice(0..0, narrowed);
             (
                 Some(Grammar::JsonSchema(bounded.schema.clone())),
                 Some(bounded),
@@ -338,6 +357,26 @@ mod tests {
     use super::*;
     use crate::llm::tiny::tiny_llm;
     use crate::schemas::BUILTIN;
+
+    #[test]
+    fn the_default_budget_grows_only_for_schemas_that_need_it() {
+        let small = serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        assert_eq!(
+            default_budget(&small, &Bounds::default()),
+            DEFAULT_MAX_TOKENS
+        );
+        let mut props = serde_json::Map::new();
+        for i in 0..80 {
+            props.insert(
+                format!("f{i}"),
+                serde_json::json!({"type": "string", "minLength": 40}),
+            );
+        }
+        let names: Vec<String> = props.keys().cloned().collect();
+        let big = serde_json::json!({"type": "object", "required": names, "properties": props});
+        let n = default_budget(&big, &Bounds::default());
+        assert!(n > DEFAULT_MAX_TOKENS && n <= RAISED_MAX_TOKENS, "{n}");
+    }
 
     /// The property the product promises: whatever the model's weights, every output of
     /// every seed schema parses and validates. A random model at temperature 1.0 is the

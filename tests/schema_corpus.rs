@@ -1,9 +1,13 @@
-//! The engine on real-world schemas (tests/fixtures/schema_corpus/: the JSON-Schema-Test-
-//! Suite's draft-07 keyword and format schemas, with source and licence), each decoded once
-//! with the real SmolLM2 at a small budget: an accepted object is always valid against the
-//! full schema (checked here again, independently), nothing crashes, every failure is a
-//! typed error with a message, and the share of valid objects stays high.
+//! The engine on real-world schemas (tests/fixtures/schema_corpus/, each file with its
+//! sources and licences: the JSON-Schema-Test-Suite's draft-07 keyword and format schemas;
+//! OpenAPI components of Kubernetes, the OpenAI API and the OpenAPI Initiative's examples;
+//! tool definitions of MCP servers and the Berkeley function-calling leaderboard), each
+//! decoded once with the real SmolLM2 at a small budget: an accepted object is always
+//! valid against the full schema (checked here again, independently), nothing crashes,
+//! every failure is a typed error with a message, and the share of valid objects stays
+//! high, for the corpus and for each file.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
@@ -14,7 +18,8 @@ use sextant::structured::{generate_structured, schema_request};
 /// Budget per schema: small, as the corpus test must stay within minutes.
 const MAX_TOKENS: usize = 160;
 
-fn corpus() -> Vec<(String, Value)> {
+/// (fixture file, "source file › description", schema), sorted.
+fn corpus() -> Vec<(String, String, Value)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/schema_corpus");
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -28,33 +33,49 @@ fn corpus() -> Vec<(String, Value)> {
                     s["file"].as_str().unwrap(),
                     s["description"].as_str().unwrap()
                 );
-                out.push((name, s["schema"].clone()));
+                let fixture = path.file_stem().unwrap().to_string_lossy().to_string();
+                out.push((fixture, name, s["schema"].clone()));
             }
         }
     }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
     out
 }
 
 /// The engine tests run on the small model (fast); answers are tested on the default.
 const ENGINE_LLM: &str = "smollm2-135m-instruct";
 
+/// Least share of valid objects per fixture file. The test suite holds schemas nothing
+/// satisfies by design (`false`, `not: {}`, `oneOf` of `true`s) and keyword corner cases;
+/// the real-world files must do better.
+fn least_share(fixture: &str) -> f64 {
+    if fixture.starts_with("json-schema-test-suite") {
+        0.90
+    } else {
+        0.95
+    }
+}
+
 #[test]
 fn real_schemas_give_valid_objects_or_clear_errors() {
     let schemas = corpus();
-    assert!(schemas.len() >= 100, "{} schemas", schemas.len());
+    assert!(schemas.len() >= 200, "{} schemas", schemas.len());
     let model = ModelStore::open(None)
         .resolve(Role::Llm, Some(ENGINE_LLM))
         .unwrap_or_else(|e| panic!("{e}"));
     let mut llm = Llm::load(&model, &LoadOptions::default()).unwrap();
-    let (mut valid, mut approximated) = (0, 0);
-    let mut failures: Vec<(String, &'static str, String)> = Vec::new();
-    for (name, schema) in &schemas {
+    let mut approximated = 0;
+    // Per fixture file: (valid, total).
+    let mut tally: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    let mut failures: Vec<(&str, &'static str, String)> = Vec::new();
+    for (fixture, name, schema) in &schemas {
         let description = name.rsplit(" › ").next().unwrap_or_default();
         let req = schema_request(schema, description, MAX_TOKENS);
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             generate_structured(&mut llm, &req, &mut |_| {})
         }));
+        let counts = tally.entry(fixture).or_default();
+        counts.1 += 1;
         match result {
             Err(_) => panic!("{name}: the engine panicked"),
             Ok(Ok(out)) => {
@@ -64,26 +85,36 @@ fn real_schemas_give_valid_objects_or_clear_errors() {
                     independent.is_valid(&value),
                     "{name}: an invalid object was accepted: {value}"
                 );
-                valid += 1;
+                counts.0 += 1;
                 approximated += !out.approximations.is_empty() as usize;
             }
             Ok(Err(e)) => {
                 let message = e.to_string();
                 assert!(message.len() > 10, "{name}: unclear error {message:?}");
-                failures.push((name.clone(), e.kind(), message));
+                failures.push((name, e.kind(), message));
             }
         }
     }
-    let share = valid as f64 / schemas.len() as f64;
+    let valid: usize = tally.values().map(|c| c.0).sum();
     println!(
-        "{valid}/{} schemas gave a valid object ({:.0}%), {approximated} of them under an approximated grammar",
-        schemas.len(),
-        share * 100.0
+        "{valid}/{} schemas gave a valid object at {MAX_TOKENS} tokens, {approximated} of them under an approximated grammar",
+        schemas.len()
     );
+    for (fixture, (v, n)) in &tally {
+        println!(
+            "  {fixture}: {v}/{n} ({:.1}%)",
+            *v as f64 * 100.0 / *n as f64
+        );
+    }
     for (name, kind, message) in &failures {
         println!("  {kind:<18} {name}: {:.200}", message);
     }
-    // Some schemas of the suite are unsatisfiable by design (`false`, `not: {}`); the
-    // rest must mostly succeed.
-    assert!(share >= 0.85, "only {:.0}% valid", share * 100.0);
+    for (fixture, (v, n)) in &tally {
+        let share = *v as f64 / *n as f64;
+        assert!(
+            share >= least_share(fixture),
+            "{fixture}: only {:.1}% valid",
+            share * 100.0
+        );
+    }
 }

@@ -146,6 +146,7 @@ fn main() {
             flow: args.flow,
             run_base: args.run_base,
             parse_isolation: worker::Isolation::current_exe().ok(),
+            lazy_llm: false,
         },
     ) {
         Ok(s) => Engine(Ok(Arc::new(s))),

@@ -29,8 +29,10 @@ pub struct GenerateArgs {
     /// System message.
     #[arg(long)]
     system: Option<String>,
-    #[arg(long, default_value_t = structured::DEFAULT_MAX_TOKENS)]
-    max_tokens: usize,
+    /// Token budget (default: 1024, raised up to 4096 for a schema whose required
+    /// structure needs more; `--explain` says which).
+    #[arg(long)]
+    max_tokens: Option<usize>,
     /// 0 = greedy.
     #[arg(long, default_value_t = 0.0)]
     temperature: f32,
@@ -104,10 +106,27 @@ pub fn run(ctx: &Ctx, args: GenerateArgs) -> Result<()> {
         messages.push(Message::new("system", s));
     }
     messages.push(Message::new("user", prompt.as_deref().unwrap_or_default()));
+    let bounds = Bounds {
+        max_string_len: args.max_string_len,
+        max_item_string_len: args.max_item_string_len,
+        max_items: args.max_items,
+        ..Bounds::default()
+    };
+    let max_tokens = match (&output, args.max_tokens) {
+        (_, Some(n)) => n,
+        (OutputSpec::JsonSchema(schema), None) => {
+            let n = structured::default_budget(schema, &bounds);
+            if args.explain && n > structured::DEFAULT_MAX_TOKENS {
+                eprintln!("budget: {n} tokens (the default {} raised: this schema's required structure needs more)", structured::DEFAULT_MAX_TOKENS);
+            }
+            n
+        }
+        (_, None) => structured::DEFAULT_MAX_TOKENS,
+    };
     let req = StructuredRequest {
         messages,
         output,
-        max_tokens: args.max_tokens,
+        max_tokens,
         sampling: SamplingParams {
             temperature: args.temperature,
             top_p: args.top_p,
@@ -119,12 +138,7 @@ pub fn run(ctx: &Ctx, args: GenerateArgs) -> Result<()> {
         reuse_kv: false,
         prompt_tokens: None,
         cancel: None,
-        bounds: Bounds {
-            max_string_len: args.max_string_len,
-            max_item_string_len: args.max_item_string_len,
-            max_items: args.max_items,
-            ..Bounds::default()
-        },
+        bounds,
     };
     let stream = args.stream;
     let mut on_text = |t: &str| {
@@ -166,6 +180,12 @@ pub fn explain(llm: &Llm, out: &structured::StructuredOutput) {
                     a.keyword,
                     a.value
                 );
+            }
+        }
+        if !b.narrowed.is_empty() {
+            eprintln!("the grammar's copy narrowed so that the output ends (still valid):");
+            for n in &b.narrowed {
+                eprintln!("  {n}");
             }
         }
         match b.worst_case_chars {

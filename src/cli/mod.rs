@@ -8,6 +8,7 @@ pub mod generate;
 pub mod ingest;
 pub mod interview;
 pub mod kb;
+pub mod mcp;
 pub mod models;
 pub mod route;
 pub mod serve;

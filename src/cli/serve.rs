@@ -75,6 +75,7 @@ pub fn run(ctx: &Ctx, args: ServeArgs) -> Result<()> {
             flow: args.flow,
             run_base: args.run_base,
             parse_isolation: Some(Isolation::current_exe()?),
+            lazy_llm: false,
         },
     )?;
     let svc = std::sync::Arc::new(svc);

@@ -52,6 +52,9 @@ pub struct BoundedSchema {
     pub added: Vec<AddedBound>,
     /// Longest serialisation (in characters) the bounded schema admits, if finite.
     pub worst_case_chars: Option<u64>,
+    /// How the grammar's copy was narrowed so that its output ends (`narrow`, and
+    /// optional properties left out when even the smallest bounds do not fit).
+    pub narrowed: Vec<String>,
 }
 
 /// Adds the missing bounds to `schema`, fitted to `max_tokens`.
@@ -70,10 +73,19 @@ pub fn bound_schema(schema: &Value, bounds: &Bounds, max_tokens: usize) -> Bound
         let fits = worst.is_some_and(|w| w <= budget_chars);
         let at_floor = lens.top <= floor && lens.in_array <= floor;
         if fits || at_floor || added.is_empty() {
+            let mut narrowed = Vec::new();
+            let mut worst = worst;
+            // Even the smallest bounds do not fit: the grammar's copy keeps only the
+            // required properties of closed objects, so what the schema requires fits.
+            if !fits && worst.is_some() {
+                drop_optional(&mut out, "", &mut narrowed);
+                worst = worst_case_chars(&out, &out, 0);
+            }
             return BoundedSchema {
                 schema: out,
                 added,
                 worst_case_chars: worst,
+                narrowed,
             };
         }
         // Strings in arrays multiply by maxItems: shrink them first, down to half their
@@ -179,6 +191,51 @@ fn add_bounds(
 
 /// Longest JSON text (no insignificant whitespace) a schema admits; None if unbounded or
 /// too intricate to say (then only `max_tokens` stops generation).
+/// Removes the optional properties of closed objects (`additionalProperties: false`):
+/// without them the object is still valid, and shorter.
+fn drop_optional(v: &mut Value, at: &str, notes: &mut Vec<String>) {
+    let Value::Object(obj) = v else { return };
+    if obj.get("additionalProperties") == Some(&Value::Bool(false)) {
+        let required: Vec<String> = obj
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| {
+                r.iter()
+                    .filter_map(|n| n.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(Value::Object(props)) = obj.get_mut("properties") {
+            let before = props.len();
+            props.retain(|name, _| required.contains(name));
+            if props.len() < before {
+                notes.push(format!(
+                    "{}: {} optional properties left out (the budget fits only the required ones)",
+                    if at.is_empty() { "/" } else { at },
+                    before - props.len()
+                ));
+            }
+        }
+    }
+    for (key, child) in obj.iter_mut() {
+        let here = format!("{at}/{key}");
+        match (key.as_str(), child) {
+            ("properties" | "$defs" | "definitions", Value::Object(m)) => {
+                for (k, x) in m.iter_mut() {
+                    drop_optional(x, &format!("{here}/{k}"), notes);
+                }
+            }
+            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(xs)) => {
+                for (i, x) in xs.iter_mut().enumerate() {
+                    drop_optional(x, &format!("{here}/{i}"), notes);
+                }
+            }
+            ("items" | "additionalProperties", x) => drop_optional(x, &here, notes),
+            _ => {}
+        }
+    }
+}
+
 fn worst_case_chars(v: &Value, root: &Value, depth: usize) -> Option<u64> {
     if depth > 32 {
         return None;
@@ -298,6 +355,31 @@ mod tests {
         assert_eq!(len(&big), 400);
         assert!(len(&small) < 400 && len(&small) >= 24, "{}", len(&small));
         assert!(small.worst_case_chars.unwrap() <= 300 || len(&small) == 24);
+    }
+
+    #[test]
+    fn a_budget_too_small_for_every_property_keeps_the_required_ones() {
+        let mut props = serde_json::Map::new();
+        for i in 0..30 {
+            props.insert(format!("field_{i}"), json!({"type": "string"}));
+        }
+        let s = json!({
+            "type": "object", "additionalProperties": false,
+            "required": ["field_0", "field_1"], "properties": props
+        });
+        let b = bound_schema(&s, &Bounds::default(), 100);
+        let kept: Vec<&String> = b.schema["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(kept, ["field_0", "field_1"]);
+        assert!(
+            b.worst_case_chars.unwrap() <= 300,
+            "{:?}",
+            b.worst_case_chars
+        );
+        assert_eq!(b.narrowed.len(), 1, "{:?}", b.narrowed);
+        // With room for all of them, nothing is left out.
+        let b = bound_schema(&s, &Bounds::default(), 4096);
+        assert_eq!(b.schema["properties"].as_object().unwrap().len(), 30);
+        assert!(b.narrowed.is_empty());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod bounds;
 pub mod compat;
+pub mod narrow;
 pub mod validate;
 
 use std::sync::Arc;

@@ -8,6 +8,7 @@
 //! OpenAI wire formats are in `openai`.
 
 mod admission;
+mod grounded;
 mod openai;
 
 use std::convert::Infallible;
@@ -173,6 +174,7 @@ impl From<ServiceError> for Failure {
                 message,
             },
             ServiceError::Internal(_) => Failure::internal(message),
+            ServiceError::ModelUnavailable(_) => Failure::internal(message).with_code(e.code()),
             ServiceError::BadRequest(_) => Failure::bad_request(message),
             other => Failure::bad_request(message).with_code(other.code()),
         }
@@ -198,6 +200,7 @@ const PROTOCOL_ROUTES: &[(&str, &str, &str)] = &[
     ("GET", "/api/health", "health"),
     ("GET", "/api/kb", "kb"),
     ("GET", "/api/document", "document"),
+    ("GET", "/api/section", "section"),
     ("POST", "/api/search", "search"),
     ("POST", "/api/ask", "ask"),
     ("POST", "/api/navigate", "navigate"),

@@ -24,10 +24,9 @@ use super::{blocking, json_body, App, Failure, Reply};
 pub(super) async fn models(State(app): State<App>) -> Json<Value> {
     let model =
         |id: &str| json!({"id": id, "object": "model", "created": 0, "owned_by": "sextant"});
-    Json(json!({
-        "object": "list",
-        "data": [model(app.svc.llm_name()), model(&app.svc.embedder.name)],
-    }))
+    let mut data = vec![model(app.svc.llm_name()), model(&app.svc.embedder.name)];
+    data.extend(super::grounded::MODELS.iter().map(|(name, _)| model(name)));
+    Json(json!({"object": "list", "data": data}))
 }
 
 fn now_secs() -> u64 {
@@ -47,7 +46,6 @@ fn finish_reason(truncated: bool) -> &'static str {
 
 pub(super) async fn chat(State(app): State<App>, body: Result<Bytes, BytesRejection>) -> Reply {
     let body = json_body(body, true)?.unwrap_or_default();
-    let (req, stream) = parse_chat_request(&body, app.svc.llm_name())?;
     let id = format!(
         "chatcmpl-{:x}",
         SystemTime::now()
@@ -56,6 +54,11 @@ pub(super) async fn chat(State(app): State<App>, body: Result<Bytes, BytesReject
             .unwrap_or(0)
     );
     let created = now_secs();
+    let asked = body["model"].as_str().unwrap_or_default().to_string();
+    if let Some(format) = super::grounded::format_of(&asked) {
+        return super::grounded::chat(app, body, &asked, format, id, created).await;
+    }
+    let (req, stream) = parse_chat_request(&body, app.svc.llm_name())?;
     let model = app.svc.llm_name().to_string();
     let svc = app.svc.clone();
     // Dropped with this request (the client went away): generation stops at the next token.
@@ -176,12 +179,27 @@ pub(super) async fn embeddings(
     .into_response())
 }
 
+/// A message's text: the string, or its content parts' text parts joined.
+pub(super) fn content_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        _ => None,
+    }
+}
+
 /// Parses an OpenAI chat request body into the engine's request and the `stream` flag.
 fn parse_chat_request(body: &Value, model_id: &str) -> Result<(ChatRequest, bool), Failure> {
     if let Some(m) = body.get("model").and_then(Value::as_str) {
         if m != model_id {
             return Err(Failure::not_found(format!(
-                "model {m:?} is not loaded; use {model_id:?} (GET /v1/models lists the models)"
+                "model {m:?} is not loaded; use {model_id:?}, or sextant-rag / sextant-navigator for answers from the knowledge base (GET /v1/models lists the models)"
             ))
             .with_code("model_not_found"));
         }
@@ -200,20 +218,9 @@ fn parse_chat_request(body: &Value, model_id: &str) -> Result<(ChatRequest, bool
                 "messages[{i}].role {role:?}: use system, user or assistant"
             )));
         }
-        let content = match &m["content"] {
-            Value::String(s) => s.clone(),
-            // Content parts: the text parts, joined.
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-            _ => {
-                return Err(Failure::bad_request(format!(
-                    "messages[{i}].content must be a string"
-                )))
-            }
-        };
+        let content = content_text(&m["content"]).ok_or_else(|| {
+            Failure::bad_request(format!("messages[{i}].content must be a string"))
+        })?;
         let role = if role == "developer" { "system" } else { role };
         messages.push(Message::new(role, &content));
     }
@@ -240,7 +247,13 @@ fn parse_chat_request(body: &Value, model_id: &str) -> Result<(ChatRequest, bool
     };
     let num = |k: &str| body.get(k).filter(|v| !v.is_null());
     let max_tokens = match num("max_completion_tokens").or_else(|| num("max_tokens")) {
-        None => 512,
+        // A schema gets the budget its required structure needs (at least 1024).
+        None => match &output {
+            OutputSpec::JsonSchema(schema) => {
+                sextant::structured::default_budget(schema, &Default::default())
+            }
+            _ => 512,
+        },
         Some(v) => v
             .as_u64()
             .filter(|n| *n >= 1)
@@ -296,7 +309,7 @@ mod tests {
         .ok()
         .unwrap();
         assert!(matches!(ok.output, OutputSpec::JsonSchema(_)));
-        assert_eq!(ok.max_tokens, 512);
+        assert_eq!(ok.max_tokens, sextant::structured::DEFAULT_MAX_TOKENS);
         assert!(!stream);
         for (body, needle) in [
             (json!({"messages": []}), "messages"),

@@ -28,6 +28,10 @@ pub enum ServiceError {
     /// The prompt, the budget or the output does not fit the model's context window.
     #[error("{0}")]
     ContextLength(String),
+    /// The LLM this request needs is not in the model store or failed to load; the
+    /// message says which and how to fix it.
+    #[error("{0}")]
+    ModelUnavailable(String),
     /// The client went away and generation stopped.
     #[error("cancelled")]
     Cancelled,
@@ -47,6 +51,7 @@ impl ServiceError {
             ServiceError::UnsupportedSchema(_) => "unsupported_schema",
             ServiceError::Incomplete(_) => "incomplete",
             ServiceError::ContextLength(_) => "context_length_exceeded",
+            ServiceError::ModelUnavailable(_) => "model_unavailable",
             ServiceError::Cancelled => "cancelled",
             ServiceError::Internal(_) => "internal",
         }

@@ -12,7 +12,9 @@
 mod chat;
 mod document;
 mod error;
+mod model;
 mod request;
+mod section;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +26,8 @@ use serde_json::{json, Value};
 pub use chat::{CancelOnDrop, ChatRequest, ChatResult};
 pub use error::ServiceError;
 pub use request::{AskParams, Request};
+
+use model::LlmSlot;
 
 use crate::embed::Embedder;
 use crate::kb::ingest::{IngestOptions, IngestRun, Work, PREPARE_GROUP};
@@ -69,12 +73,15 @@ pub struct OpenOptions {
     /// Parse ingested files in worker processes run like this (the shell's own binary,
     /// which must handle `parse::worker::WORKER_ARG`).
     pub parse_isolation: Option<Isolation>,
+    /// Load the LLM on first use instead of at start; a model that is not there then
+    /// fails only the requests that need it (extractive answers stay available).
+    pub lazy_llm: bool,
 }
 
 pub struct Service {
     pub config: ServiceConfig,
     kb: Mutex<KnowledgeBase>,
-    llm: Mutex<Llm>,
+    llm: Mutex<LlmSlot>,
     llm_name: String,
     pub embedder: Arc<Embedder>,
     waiting: AtomicUsize,
@@ -87,11 +94,16 @@ pub struct Service {
 
 impl Service {
     pub fn new(config: ServiceConfig, kb: KnowledgeBase, llm: Llm) -> Self {
+        let name = llm.name.clone();
+        Self::with_slot(config, kb, LlmSlot::Loaded(Box::new(llm)), name)
+    }
+
+    fn with_slot(config: ServiceConfig, kb: KnowledgeBase, llm: LlmSlot, llm_name: String) -> Self {
         let embedder = kb.embedder.clone();
         Service {
             config,
             kb: Mutex::new(kb),
-            llm_name: llm.name.clone(),
+            llm_name,
             llm: Mutex::new(llm),
             embedder,
             waiting: AtomicUsize::new(0),
@@ -101,7 +113,8 @@ impl Service {
         }
     }
 
-    /// Opens the KB and loads both models (verified) from `store`.
+    /// Opens the KB and loads both models (verified) from `store`; the LLM on first use
+    /// when `opts.lazy_llm`.
     pub fn open(store: &crate::models::ModelStore, opts: &OpenOptions) -> anyhow::Result<Service> {
         use crate::llm::LoadOptions;
         use crate::models::Role;
@@ -114,10 +127,23 @@ impl Service {
         )?);
         let kb_dir = crate::kb::resolve_dir(opts.kb.as_deref());
         let kb = KnowledgeBase::open(&kb_dir, embedder)?;
-        let llm = Llm::load(
-            &store.resolve(Role::Llm, opts.llm.as_deref())?,
-            &LoadOptions::from_env()?,
-        )?;
+        let load = LoadOptions::from_env()?;
+        let (llm, llm_name) = match store.resolve(Role::Llm, opts.llm.as_deref()) {
+            Ok(model) if opts.lazy_llm => {
+                let name = model.spec.name.clone();
+                (LlmSlot::Verified(model, load), name)
+            }
+            Ok(model) => {
+                let llm = Llm::load(&model, &load)?;
+                let name = llm.name.clone();
+                (LlmSlot::Loaded(Box::new(llm)), name)
+            }
+            Err(e) if opts.lazy_llm => {
+                let name = opts.llm.clone().unwrap_or_else(|| "none".into());
+                (LlmSlot::Missing(format!("{e}")), name)
+            }
+            Err(e) => return Err(e.into()),
+        };
         let config = ServiceConfig {
             interviews_dir: kb_dir.join("interviews"),
             kb_dir,
@@ -129,11 +155,19 @@ impl Service {
                 .unwrap_or_else(|| crate::data_dir().join("runs")),
             parse_isolation: opts.parse_isolation.clone(),
         };
-        Ok(Service::new(config, kb, llm))
+        Ok(Service::with_slot(config, kb, llm, llm_name))
     }
 
     pub fn llm_name(&self) -> &str {
         &self.llm_name
+    }
+
+    /// Whether an LLM is there to be used (loaded, or verified and loaded on first use).
+    pub fn llm_available(&self) -> bool {
+        self.llm
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .available()
     }
 
     fn kb(&self) -> MutexGuard<'_, KnowledgeBase> {
@@ -156,8 +190,8 @@ impl Service {
         if before > QUEUE {
             return Err(ServiceError::Overloaded { ahead: before });
         }
-        let mut llm = self.llm.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut llm)
+        let mut slot = self.llm.lock().unwrap_or_else(|p| p.into_inner());
+        f(slot.get()?)
     }
 
     /// The model's part of a protocol, if its rules left one (the KB is not held here).
@@ -186,6 +220,11 @@ impl Service {
                 Ok(json!({"kb": self.config.kb_dir, "stats": stats, "documents": documents}))
             }
             Request::Document { path } => document::render(&self.kb(), &path),
+            Request::Section { path, anchor, page } => {
+                section::read(&self.kb(), &path, anchor.as_deref(), page)
+            }
+            Request::SectionTool => Ok(json!({ "tool": section::tool(&self.kb())? })),
+            Request::FollowSection { arguments } => section::follow(&self.kb(), &arguments),
             Request::Search { query, k } => {
                 let query = non_empty("query", &query)?;
                 let k = k.unwrap_or(5).clamp(1, 50);
@@ -216,7 +255,11 @@ impl Service {
         let req = AskRequest {
             question: non_empty("question", &params.question)?.to_string(),
             format: params.format.unwrap_or(crate::protocols::AnswerFormat::Rag),
-            mode: params.mode,
+            mode: Some(
+                params
+                    .mode
+                    .unwrap_or_else(|| crate::protocols::default_mode(self.llm_available())),
+            ),
             k: params.k.unwrap_or(5).clamp(1, 20),
         };
         let step = {

@@ -18,6 +18,22 @@ pub enum Request {
     Document {
         path: String,
     },
+    /// A document's text with its structure: the section at `anchor` (with its
+    /// subsections), the sections on `page`, or the whole document.
+    Section {
+        path: String,
+        #[serde(default)]
+        anchor: Option<String>,
+        /// A number, or its digits (a query string's value).
+        #[serde(default, deserialize_with = "page_number")]
+        page: Option<u32>,
+    },
+    /// The `navigate_to_section` tool definition over the knowledge base's headings.
+    SectionTool,
+    /// Follows a `navigate_to_section` call (its arguments) to the section, read.
+    FollowSection {
+        arguments: Value,
+    },
     Search {
         query: String,
         #[serde(default)]
@@ -56,6 +72,24 @@ pub struct AskParams {
     pub mode: Option<AnswerMode>,
     #[serde(default)]
     pub k: Option<usize>,
+}
+
+fn page_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    use serde::de::Error;
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| D::Error::custom("page must be a positive integer")),
+        Some(Value::String(s)) => s
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| D::Error::custom(format!("page {s:?} is not a number"))),
+        Some(_) => Err(D::Error::custom("page must be a positive integer")),
+    }
 }
 
 impl Request {

@@ -24,15 +24,16 @@ def model_ids():
     return [m.id for m in client.models.list().data]
 
 
-LLM, EMBEDDER = model_ids()
+LLM, EMBEDDER = model_ids()[:2]
 
 
 class OpenAIClient(unittest.TestCase):
-    def test_models_lists_the_llm_then_the_embedder(self):
+    def test_models_lists_the_llm_the_embedder_then_the_grounded_answers(self):
         ids = model_ids()
-        self.assertEqual(len(ids), 2)
+        self.assertEqual(len(ids), 4)
         self.assertIn("qwen2.5-coder", ids[0])  # the default LLM
         self.assertIn("minilm", ids[1])
+        self.assertEqual(ids[2:], ["sextant-rag", "sextant-navigator"])
 
     def test_chat_completion(self):
         r = client.chat.completions.create(

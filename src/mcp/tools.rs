@@ -1,0 +1,199 @@
+//! The MCP tools: their definitions (input schemas are what the service enforces: serde
+//! for the fixed ones, the heading tree's schema for `navigate_to_section`) and the
+//! service request each call becomes.
+
+use serde_json::{json, Map, Value};
+use sextant::constrain::validate::SchemaValidator;
+use sextant::service::{AskParams, Request, Service, ServiceError};
+
+/// Most documents `read_section` lists by name in its schema.
+const FILE_ENUM_MAX: usize = 500;
+
+/// A tool as MCP lists it: name, description, input schema, output schema if fixed.
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: String,
+    pub input: Value,
+    pub output: Option<Value>,
+}
+
+fn hit_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["id", "file", "section", "anchor", "text", "score"],
+        "properties": {
+            "id": {"type": "string", "description": "Chunk id (what a rag answer's retrieved_chunks cite)"},
+            "file": {"type": "string"},
+            "section": {"type": "string"},
+            "section_path": {"type": "array", "items": {"type": "string"}},
+            "anchor": {"type": "string", "description": "The section's anchor: read_section(file, anchor)"},
+            "page": {"type": ["integer", "null"]},
+            "text": {"type": "string"},
+            "score": {"type": "number"}
+        }
+    })
+}
+
+fn section_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["file", "title", "heading", "outline", "text"],
+        "properties": {
+            "file": {"type": "string"},
+            "title": {"type": "string"},
+            "format": {"type": "string"},
+            "heading": {"type": "string"},
+            "section_path": {"type": "array", "items": {"type": "string"}},
+            "anchor": {"type": ["string", "null"]},
+            "page": {"type": ["integer", "null"]},
+            "outline": {"type": "array", "items": {"type": "object"}},
+            "text": {"type": "string", "description": "The section as markdown: headings, then their text"}
+        }
+    })
+}
+
+/// Every tool over `svc`'s knowledge base. `navigate_to_section` is built from the KB's
+/// headings now, so its enums name only sections that exist; it is left out while the KB
+/// has none.
+pub fn list(svc: &Service) -> Result<Vec<ToolSpec>, ServiceError> {
+    let documents: Vec<String> = svc.handle(Request::Kb)?["documents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d["path"].as_str().map(str::to_string))
+        .collect();
+    // Listed as an enum while that stays a readable size; unknown files are refused by the
+    // service either way.
+    let mut file =
+        json!({"type": "string", "description": "The document's path in the knowledge base"});
+    if !documents.is_empty() && documents.len() <= FILE_ENUM_MAX {
+        file["enum"] = json!(documents);
+    }
+    let mut tools = vec![
+        ToolSpec {
+            name: "search",
+            description: "Search the documentation (hybrid: embeddings and BM25). Returns the best passages with their file, section, anchor, page, chunk id and score.".into(),
+            input: json!({
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["query"],
+                "properties": {
+                    "query": {"type": "string", "minLength": 1, "description": "What to look for"},
+                    "k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5, "description": "How many passages"}
+                }
+            }),
+            output: Some(json!({
+                "type": "object", "required": ["hits"],
+                "properties": {"hits": {"type": "array", "items": hit_schema()}}
+            })),
+        },
+        ToolSpec {
+            name: "ask",
+            description: "Answer a question from the documentation only, with citations. format rag: answer, confidence, retrieved_chunks, source_documents; navigator: answer, sources (file, section, relevance), confidence, suggested_next_steps. Says so when the documents do not cover the question.".into(),
+            input: json!({
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["question"],
+                "properties": {
+                    "question": {"type": "string", "minLength": 1},
+                    "format": {"type": "string", "enum": ["rag", "navigator"], "default": "rag"},
+                    "mode": {"type": "string", "enum": ["reader", "extractive", "grounded", "llm"],
+                             "description": "How the answer text is made (default: reader when the LLM is installed, else extractive)"}
+                }
+            }),
+            output: None,
+        },
+        ToolSpec {
+            name: "read_section",
+            description: "Read a document of the knowledge base: one section (by anchor, with its subsections), one PDF page, or the whole document, as markdown with its outline.".into(),
+            input: json!({
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["file"],
+                "properties": {
+                    "file": file,
+                    "anchor": {"type": "string", "description": "A section's anchor (from search hits or the outline)"},
+                    "page": {"type": "integer", "minimum": 1, "description": "A PDF page"}
+                }
+            }),
+            output: Some(section_schema()),
+        },
+    ];
+    let nav = svc.handle(Request::SectionTool)?;
+    let function = &nav["tool"]["function"];
+    let has_sections = function["parameters"]["properties"]["section"]["enum"]
+        .as_array()
+        .is_some_and(|e| !e.is_empty());
+    if has_sections {
+        tools.push(ToolSpec {
+            name: "navigate_to_section",
+            description: function["description"].as_str().unwrap_or_default().into(),
+            input: function["parameters"].clone(),
+            output: Some(section_schema()),
+        });
+    }
+    Ok(tools)
+}
+
+/// A call: the tool's name and arguments, run against the service.
+pub fn call(svc: &Service, name: &str, args: Map<String, Value>) -> Result<Value, ServiceError> {
+    let args = Value::Object(args);
+    // The arguments are checked against the schema the tool was listed with, so a client
+    // gets the same answer whichever tool it calls wrongly.
+    if let Some(spec) = list(svc)?.into_iter().find(|t| t.name == name) {
+        SchemaValidator::new(&spec.input)?
+            .validate(&args)
+            .map_err(|e| {
+                ServiceError::BadRequest(format!("{name} arguments: {}", e.errors.join("; ")))
+            })?;
+    }
+    let request = match name {
+        "search" => Request::Search {
+            query: string(&args, "query")?,
+            k: optional_number(&args, "k")?,
+        },
+        "ask" => Request::Ask(
+            serde_json::from_value::<AskParams>(args)
+                .map_err(|e| ServiceError::BadRequest(format!("ask arguments: {e}")))?,
+        ),
+        "read_section" => Request::Section {
+            path: string(&args, "file")?,
+            anchor: args["anchor"].as_str().map(str::to_string),
+            page: optional_number(&args, "page")?.map(|p| p as u32),
+        },
+        "navigate_to_section" => Request::FollowSection { arguments: args },
+        other => {
+            return Err(ServiceError::NotFound(format!(
+                "no tool {other:?}: the tools are search, ask, read_section, navigate_to_section"
+            )))
+        }
+    };
+    let out = svc.handle(request)?;
+    // An ask answers with the seed object itself; citations and the decision are the
+    // UI's, not part of the format.
+    Ok(if name == "ask" {
+        out["response"].clone()
+    } else {
+        out
+    })
+}
+
+fn string(args: &Value, field: &str) -> Result<String, ServiceError> {
+    args[field]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| ServiceError::BadRequest(format!("missing argument: {field} (a string)")))
+}
+
+fn optional_number(args: &Value, field: &str) -> Result<Option<usize>, ServiceError> {
+    match &args[field] {
+        Value::Null => Ok(None),
+        v => v
+            .as_u64()
+            .filter(|n| *n >= 1)
+            .map(|n| Some(n as usize))
+            .ok_or_else(|| {
+                ServiceError::BadRequest(format!("argument {field}: a positive integer"))
+            }),
+    }
+}
