@@ -138,6 +138,8 @@ pub fn list(svc: &Service) -> Result<Vec<ToolSpec>, ServiceError> {
 /// A call: the tool's name and arguments, run against the service.
 pub fn call(svc: &Service, name: &str, args: Map<String, Value>) -> Result<Value, ServiceError> {
     let args = Value::Object(args);
+    // An agent would read no hits as "not documented": an empty KB says so instead.
+    svc.require_chunks()?;
     // The arguments are checked against the schema the tool was listed with, so a client
     // gets the same answer whichever tool it calls wrongly.
     if let Some(spec) = list(svc)?.into_iter().find(|t| t.name == name) {

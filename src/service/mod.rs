@@ -162,6 +162,12 @@ impl Service {
         &self.llm_name
     }
 
+    /// Fails with `EmptyKb` (which names the folder and the fix) when nothing has been
+    /// ingested: for shells whose callers cannot tell an empty result from an empty KB.
+    pub fn require_chunks(&self) -> Result<(), ServiceError> {
+        Ok(self.kb().require_chunks()?)
+    }
+
     /// Whether an LLM is there to be used (loaded, or verified and loaded on first use).
     pub fn llm_available(&self) -> bool {
         self.llm

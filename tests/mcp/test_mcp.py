@@ -163,6 +163,18 @@ class Mcp(unittest.TestCase):
 
         run(go())
 
+    def test_an_empty_knowledge_base_says_how_to_fill_it(self):
+        async def go():
+            empty = pathlib.Path(KB).parent / "empty-kb"
+            async with Client(StdioServerParameters(command=BIN, args=["mcp", "--kb", str(empty)])) as c:
+                names = {t.name for t in (await c.list_tools()).tools}
+                self.assertNotIn("navigate_to_section", names, "no headings to navigate to")
+                r = await c.call_tool("search", {"query": "anything"})
+                self.assertTrue(r.is_error)
+                self.assertIn("sextant ingest", r.content[0].text)
+
+        run(go())
+
     def test_without_the_llm_search_and_extractive_answers_still_work(self):
         async def go():
             # A model name the store does not have: the server starts anyway (the LLM is
