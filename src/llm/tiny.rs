@@ -81,17 +81,22 @@ pub fn tiny_decoder(seed: u64, variant: Variant, opts: &LoadOptions) -> Result<D
 }
 
 pub fn tiny_llm(seed: u64) -> Result<Llm> {
+    tiny_llm_of(seed, "llama", Variant::LLAMA)
+}
+
+/// A tiny random model of one family (`architecture` is only its name in reports).
+pub fn tiny_llm_of(seed: u64, architecture: &str, variant: Variant) -> Result<Llm> {
     let tok = tiny_tokenizer()?;
     let opts = LoadOptions {
         decode_dtype: Some(GgmlDType::Q8_0),
         prefill_f32: Some(true),
     };
-    let cfg = tiny_config(tok.get_vocab_size(true), Variant::LLAMA);
+    let cfg = tiny_config(tok.get_vocab_size(true), variant);
     let model = Decoder::random(cfg, seed, &opts)?;
     let eos = vec![2, 0];
     Llm::from_parts(
         "tiny-random",
-        "llama",
+        architecture,
         Box::new(model),
         tok,
         ChatTemplate::new(CHATML, "", "<|im_end|>")?,
