@@ -493,3 +493,68 @@ fn a_budget_too_small_for_the_required_fields_is_refused_with_the_figure() {
     );
     println!("refused in {:?}: {err}", t.elapsed());
 }
+
+#[test]
+fn a_word_document_ingests_with_its_headings_lists_and_tables() {
+    // Written by python-docx with Word's default styles (scripts/docx_fixture.py).
+    let kb = tempfile::tempdir().unwrap();
+    let kb_dir = kb.path().to_str().unwrap();
+    let o = sextant(&["ingest", "--kb", kb_dir, "tests/fixtures/docx"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1 added"));
+    let o = sextant(&[
+        "search",
+        "--kb",
+        kb_dir,
+        "--json",
+        "which command restarts the gateway",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let hits = v["hits"].as_array().unwrap();
+    let top = &hits[0];
+    assert_eq!(top["file"], "gateway-runbook.docx");
+    assert_eq!(top["section"], "Restart commands");
+    assert_eq!(
+        top["section_path"],
+        serde_json::json!(["Before you start", "Restart commands"])
+    );
+    assert_eq!(top["anchor"], "restart-commands");
+    assert!(top["text"]
+        .as_str()
+        .unwrap()
+        .contains("gatewayctl restart --grace 45s --node NODE"));
+    let o = sextant(&[
+        "search",
+        "--kb",
+        kb_dir,
+        "--json",
+        "-k",
+        "10",
+        "grace timeout setting",
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let hits = v["hits"].as_array().unwrap();
+    let timeouts = hits
+        .iter()
+        .find(|h| h["section"] == "Timeouts")
+        .expect("the table's section");
+    assert!(
+        timeouts["text"]
+            .as_str()
+            .unwrap()
+            .contains("ready timeout | 120s"),
+        "{timeouts}"
+    );
+    let before = hits
+        .iter()
+        .find(|h| h["section"] == "Before you start")
+        .expect("the list's section");
+    assert!(
+        before["text"]
+            .as_str()
+            .unwrap()
+            .contains("- Announce the restart"),
+        "{before}"
+    );
+}

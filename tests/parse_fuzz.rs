@@ -143,3 +143,66 @@ fn pdf_never_panics() {
 fn text_never_panics() {
     fuzz("fuzz.txt");
 }
+
+/// XML-ish pieces for the DOCX body: the elements the parser acts on, entities and
+/// character references (some invalid), unbalanced nesting.
+const DOCX_TOKENS: &[&str] = &[
+    "<w:p>",
+    "</w:p>",
+    "<w:r>",
+    "</w:r>",
+    "<w:t>",
+    "</w:t>",
+    "<w:t/>",
+    "<w:tbl>",
+    "</w:tbl>",
+    "<w:tr>",
+    "</w:tr>",
+    "<w:tc>",
+    "</w:tc>",
+    "<w:tab/>",
+    "<w:br/>",
+    "<w:pPr>",
+    "</w:pPr>",
+    "<w:pStyle w:val=\"Heading1\"/>",
+    "<w:outlineLvl w:val=\"99\"/>",
+    "<w:numPr/>",
+    "text ",
+    "&amp;",
+    "&#0;",
+    "&#xFFFFFF;",
+    "&unknown;",
+    "<",
+    ">",
+    "\"",
+    "é",
+    "<![CDATA[x]]>",
+];
+
+#[test]
+fn docx_never_panics() {
+    use std::io::Write;
+    let cases: u64 = std::env::var("SEXTANT_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    for seed in 0..cases {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let n = rng.random_range(0..300);
+        let body: String = (0..n)
+            .map(|_| DOCX_TOKENS[rng.random_range(0..DOCX_TOKENS.len())])
+            .collect();
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let stored = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        zip.start_file("word/document.xml", stored).unwrap();
+        zip.write_all(format!("<w:document><w:body>{body}</w:body></w:document>").as_bytes())
+            .unwrap();
+        let bytes = zip.finish().unwrap().into_inner();
+        match std::panic::catch_unwind(|| parse(Path::new("fuzz.docx"), &bytes)) {
+            Ok(Ok(doc)) => well_formed(&doc),
+            Ok(Err(_)) => {}
+            Err(_) => panic!("fuzz.docx: seed {seed} panicked on {body:?}"),
+        }
+    }
+}

@@ -6,6 +6,7 @@
 //! file cannot be read as its format at all (corrupt or encrypted PDF, binary data), and
 //! the ingest then skips it with that reason.
 
+mod docx;
 mod html;
 mod markdown;
 mod pdf;
@@ -22,6 +23,7 @@ pub enum DocKind {
     Markdown,
     Html,
     Pdf,
+    Docx,
     Text,
 }
 
@@ -32,6 +34,7 @@ impl DocKind {
             "md" | "markdown" | "mdown" | "mkd" => DocKind::Markdown,
             "html" | "htm" | "xhtml" => DocKind::Html,
             "pdf" => DocKind::Pdf,
+            "docx" => DocKind::Docx,
             "txt" | "text" | "rst" | "log" | "adoc" => DocKind::Text,
             _ => return None,
         })
@@ -42,6 +45,7 @@ impl DocKind {
             DocKind::Markdown => "markdown",
             DocKind::Html => "html",
             DocKind::Pdf => "pdf",
+            DocKind::Docx => "docx",
             DocKind::Text => "text",
         }
     }
@@ -83,6 +87,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<ParsedDoc> {
         .unwrap_or_default();
     match kind {
         DocKind::Pdf => pdf::parse(bytes, &stem),
+        DocKind::Docx => docx::parse(bytes, &stem),
         _ => {
             let text = decode_text(bytes)?;
             Ok(match kind {
