@@ -104,12 +104,16 @@ fn well_formed(doc: &ParsedDoc) {
     }
 }
 
-fn fuzz(name: &str) {
-    let cases: u64 = std::env::var("SEXTANT_FUZZ_CASES")
+/// Seeded cases per parser: 256, or `SEXTANT_FUZZ_CASES`.
+fn cases() -> u64 {
+    std::env::var("SEXTANT_FUZZ_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(256);
-    for seed in 0..cases {
+        .unwrap_or(256)
+}
+
+fn fuzz(name: &str) {
+    for seed in 0..cases() {
         let mut rng = StdRng::seed_from_u64(seed);
         let bytes = input(&mut rng);
         let outcome = std::panic::catch_unwind(|| parse(Path::new(name), &bytes));
@@ -182,11 +186,7 @@ const DOCX_TOKENS: &[&str] = &[
 #[test]
 fn docx_never_panics() {
     use std::io::Write;
-    let cases: u64 = std::env::var("SEXTANT_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256);
-    for seed in 0..cases {
+    for seed in 0..cases() {
         let mut rng = StdRng::seed_from_u64(seed);
         let n = rng.random_range(0..300);
         let body: String = (0..n)

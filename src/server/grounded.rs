@@ -89,17 +89,7 @@ pub(super) async fn chat(
         }
         return Ok(Sse::new(ReceiverStream::new(rx)).into_response());
     }
-    Ok(Json(json!({
-        "id": id,
-        "object": "chat.completion",
-        "created": created,
-        "model": model,
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": content},
-            "finish_reason": "stop",
-        }],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-    }))
-    .into_response())
+    // Retrieval and rules, not one generation: no token counts to report.
+    let whole = super::openai::completion(&id, created, model, (content.as_str(), "stop"), (0, 0));
+    Ok(Json(whole).into_response())
 }

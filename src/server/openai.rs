@@ -100,23 +100,35 @@ pub(super) async fn chat(State(app): State<App>, body: Result<Bytes, BytesReject
     let r = blocking(move || svc.chat(&req, cancel, &mut |_| {})).await;
     guard.disarm();
     let r = r?;
-    Ok(Json(json!({
+    let usage = (r.prompt_tokens, r.completion_tokens);
+    let done = (r.text.as_str(), finish_reason(r.truncated));
+    Ok(Json(completion(&id, created, &model, done, usage)).into_response())
+}
+
+/// A whole (not streamed) chat completion: the content, why it ended, the token counts.
+pub(super) fn completion(
+    id: &str,
+    created: u64,
+    model: &str,
+    (content, finish): (&str, &str),
+    (prompt_tokens, completion_tokens): (usize, usize),
+) -> Value {
+    json!({
         "id": id,
         "object": "chat.completion",
         "created": created,
         "model": model,
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": r.text},
-            "finish_reason": finish_reason(r.truncated),
+            "message": {"role": "assistant", "content": content},
+            "finish_reason": finish,
         }],
         "usage": {
-            "prompt_tokens": r.prompt_tokens,
-            "completion_tokens": r.completion_tokens,
-            "total_tokens": r.prompt_tokens + r.completion_tokens,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
         },
-    }))
-    .into_response())
+    })
 }
 
 pub(super) async fn embeddings(

@@ -12,7 +12,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 
-use super::{collapse_ws, Anchors, DocKind, HeadingStack, ParsedDoc, Section};
+use super::{collapse_ws, heading_section, Anchors, DocKind, HeadingStack, ParsedDoc, Section};
 
 /// Largest XML part read (a zip can claim or inflate to anything).
 const MAX_PART_BYTES: u64 = 64 * 1024 * 1024;
@@ -270,18 +270,12 @@ pub fn parse(bytes: &[u8], stem: &str) -> Result<ParsedDoc> {
             continue;
         }
         match level {
-            Some(level) => {
-                let heading = collapse_ws(text);
-                let path = stack.push(level, &heading);
-                sections.push(Section {
-                    anchor: anchors.unique(&heading),
-                    heading,
-                    path,
-                    level,
-                    page: None,
-                    text: String::new(),
-                });
-            }
+            Some(level) => sections.push(heading_section(
+                &mut stack,
+                &mut anchors,
+                level,
+                collapse_ws(text),
+            )),
             None => {
                 let body = match sections.last_mut() {
                     Some(s) => &mut s.text,

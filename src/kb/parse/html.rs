@@ -4,7 +4,7 @@
 use ego_tree::NodeRef;
 use scraper::{ElementRef, Html, Node, Selector};
 
-use super::{collapse_ws, Anchors, DocKind, HeadingStack, ParsedDoc, Section};
+use super::{collapse_ws, heading_section, Anchors, DocKind, HeadingStack, ParsedDoc, Section};
 
 /// Elements whose content is never document text.
 const SKIP: &[&str] = &[
@@ -97,15 +97,9 @@ impl Walk {
                         .map(|el| collapse_ws(&el.text().collect::<String>()))
                         .unwrap_or_default();
                     if !heading.is_empty() {
-                        let path = self.stack.push(level, &heading);
-                        self.sections.push(Section {
-                            anchor: self.anchors.unique(&heading),
-                            heading,
-                            path,
-                            level,
-                            page: None,
-                            text: String::new(),
-                        });
+                        let section =
+                            heading_section(&mut self.stack, &mut self.anchors, level, heading);
+                        self.sections.push(section);
                     }
                     return;
                 }

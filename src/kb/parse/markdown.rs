@@ -3,7 +3,7 @@
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
-use super::{collapse_ws, Anchors, DocKind, HeadingStack, ParsedDoc, Section};
+use super::{collapse_ws, heading_section, Anchors, DocKind, HeadingStack, ParsedDoc, Section};
 
 /// Block-quote nesting kept; deeper `>` markers are dropped (their text stays). The
 /// parser's time grows with the square of the nesting, so a hostile file of tens of
@@ -45,15 +45,7 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
                     if level == 1 && first_h1.is_none() {
                         first_h1 = Some(heading.clone());
                     }
-                    let path = stack.push(level, &heading);
-                    sections.push(Section {
-                        anchor: anchors.unique(&heading),
-                        heading,
-                        path,
-                        level,
-                        page: None,
-                        text: String::new(),
-                    });
+                    sections.push(heading_section(&mut stack, &mut anchors, level, heading));
                 }
             }
             Event::Text(t) | Event::Code(t) | Event::InlineHtml(t) | Event::Html(t) => {

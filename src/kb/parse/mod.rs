@@ -198,6 +198,23 @@ impl HeadingStack {
     }
 }
 
+/// The section a heading opens: its path from `stack`, a unique anchor, no text yet.
+pub(crate) fn heading_section(
+    stack: &mut HeadingStack,
+    anchors: &mut Anchors,
+    level: u8,
+    heading: String,
+) -> Section {
+    Section {
+        path: stack.push(level, &heading),
+        anchor: anchors.unique(&heading),
+        heading,
+        level,
+        page: None,
+        text: String::new(),
+    }
+}
+
 /// Collapses runs of whitespace in inline text (headings, HTML text) to single spaces.
 pub(crate) fn collapse_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
