@@ -83,6 +83,8 @@ pub struct Service {
     kb: Mutex<KnowledgeBase>,
     llm: Mutex<LlmSlot>,
     llm_name: String,
+    /// Fixed at start (read without the LLM's lock, which a generation holds).
+    llm_available: bool,
     pub embedder: Arc<Embedder>,
     waiting: AtomicUsize,
     /// Generations stopped because their client went away.
@@ -104,6 +106,7 @@ impl Service {
             config,
             kb: Mutex::new(kb),
             llm_name,
+            llm_available: llm.available(),
             llm: Mutex::new(llm),
             embedder,
             waiting: AtomicUsize::new(0),
@@ -169,11 +172,9 @@ impl Service {
     }
 
     /// Whether an LLM is there to be used (loaded, or verified and loaded on first use).
+    /// Never waits for a generation: rules-only answers must not queue behind one.
     pub fn llm_available(&self) -> bool {
-        self.llm
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .available()
+        self.llm_available
     }
 
     fn kb(&self) -> MutexGuard<'_, KnowledgeBase> {
