@@ -18,7 +18,9 @@ use sextant::structured::{generate_structured, schema_request};
 /// Budget per schema: small, as the corpus test must stay within minutes.
 const MAX_TOKENS: usize = 160;
 
-/// (fixture file, "source file › description", schema), sorted.
+/// (fixture file, "source file › description", schema), sorted. The real-world files'
+/// tuning half chose the narrowing rules; only their held-out report half is run here
+/// (it is also what keeps this test within CI's time).
 fn corpus() -> Vec<(String, String, Value)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/schema_corpus");
     let mut out = Vec::new();
@@ -28,6 +30,9 @@ fn corpus() -> Vec<(String, String, Value)> {
             let doc: Value =
                 serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
             for s in doc["schemas"].as_array().unwrap() {
+                if s["split"] == "tune" {
+                    continue;
+                }
                 let name = format!(
                     "{} › {}",
                     s["file"].as_str().unwrap(),
@@ -59,7 +64,7 @@ fn least_share(fixture: &str) -> f64 {
 #[test]
 fn real_schemas_give_valid_objects_or_clear_errors() {
     let schemas = corpus();
-    assert!(schemas.len() >= 200, "{} schemas", schemas.len());
+    assert!(schemas.len() >= 170, "{} schemas", schemas.len());
     let model = ModelStore::open(None)
         .resolve(Role::Llm, Some(ENGINE_LLM))
         .unwrap_or_else(|e| panic!("{e}"));
