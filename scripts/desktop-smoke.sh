@@ -86,7 +86,7 @@ click 700 100
 xdotool key ctrl+a
 xdotool type --delay 25 "How do I renew a TLS certificate manually?"
 click 1223 183
-wait_for 1 'api ask -> ok' "the answer"
+wait_for 1 'ask_stream -> ok' "the answer (streamed over a channel)"
 shot 03-ask
 
 # The first citation (focused once the answer shows) opens the Reader at its section.

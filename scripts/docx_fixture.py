@@ -11,6 +11,7 @@ Bullet, a table style), so the DOCX parser is tested on real OOXML styles, not o
 import pathlib
 
 import docx
+from docx.enum.style import WD_STYLE_TYPE
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "tests/fixtures/docx/gateway-runbook.docx"
 
@@ -22,6 +23,12 @@ d.add_heading("Before you start", level=1)
 d.add_paragraph("Check the queue depth & the gateway error rate on the Payments dashboard.")
 d.add_paragraph("Announce the restart in #payments-ops.", style="List Bullet")
 d.add_paragraph("Drain traffic from the node you restart.", style="List Bullet")
+# A code style of the team's own, as runbooks have: named "Code", a monospace font.
+code = d.styles.add_style("Code", WD_STYLE_TYPE.PARAGRAPH)
+code.font.name = "Consolas"
+d.add_paragraph("To drain a node:")
+d.add_paragraph("gatewayctl drain --node NODE", style="Code")
+d.add_paragraph("gatewayctl status --node NODE", style="Code")
 d.add_heading("Restart commands", level=2)
 p = d.add_paragraph("Run ")
 p.add_run("gatewayctl restart --grace 45s --node NODE").bold = True

@@ -141,6 +141,21 @@ fn pattern_4_in_domain_without_an_answer_is_honest_and_not_out_of_domain() {
 }
 
 #[test]
+fn an_extractive_answer_keeps_the_command_as_a_code_block() {
+    let r = navigate("How do I roll back a deployment?", AnswerMode::Extractive);
+    assert!(
+        r.answer
+            .contains("```sh\nkubectl rollout undo deployment/lighthouse-api -n lighthouse-prod\n"),
+        "{}",
+        r.answer
+    );
+    // The block is fenced on lines of its own, so it renders as code.
+    let block = r.answer.find("```sh").unwrap();
+    assert!(block == 0 || r.answer[..block].ends_with('\n'), "{}", r.answer);
+    assert!(r.answer.trim_end().ends_with("```") || r.answer.contains("```\n\n"));
+}
+
+#[test]
 fn pattern_5_out_of_domain_has_no_sources() {
     let r = navigate(
         "How do I bake sourdough bread at home?",

@@ -391,3 +391,74 @@ fn a_crash_mid_ingest_leaves_a_kb_that_opens_answers_and_completes() {
     assert_eq!(stats.documents, 60, "{stats:?}");
     assert!(stats.consistent, "{stats:?}");
 }
+
+/// Code blocks, tables and lists survive from the source to the Reader, in Markdown, HTML
+/// and DOCX, and a chunk holds a code block whole.
+#[test]
+fn code_tables_and_lists_reach_the_reader_as_such_in_every_format() {
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(
+        src.path().join("restore.md"),
+        "# Restore\n\nTo restore the database, run:\n\n```sh\npg_restore --clean -d lighthouse /backups/latest.dump\n```\n\n\
+         | Backup | Kept for |\n|---|---|\n| daily | 14 days |\n\n- stop the workers\n- restore\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.path().join("restore.html"),
+        "<html><head><title>Restore</title></head><body><h1>Restore</h1>\
+         <p>To restore the database, run:</p>\
+         <pre><code class=\"language-sh\">pg_restore --clean -d lighthouse /backups/latest.dump</code></pre>\
+         <table><tr><th>Backup</th><th>Kept for</th></tr><tr><td>daily</td><td>14 days</td></tr></table>\
+         <ul><li>stop the workers</li><li>restore</li></ul></body></html>",
+    )
+    .unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/docx/gateway-runbook.docx"),
+        src.path().join("gateway-runbook.docx"),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (kb, report) = ingest_into(dir.path(), &[src.path().to_path_buf()]);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    let html_of = |file: &str| {
+        sextant::service::document::render(&kb, file).unwrap()["html"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    for file in ["restore.md", "restore.html"] {
+        let html = html_of(file);
+        for expected in [
+            "<pre><code class=\"language-sh\">pg_restore --clean -d lighthouse /backups/latest.dump\n</code></pre>",
+            "<th>Backup</th>",
+            "<td>14 days</td>",
+            "<li>stop the workers</li>",
+        ] {
+            assert!(html.contains(expected), "{file}: {expected} not in\n{html}");
+        }
+    }
+    let docx = html_of("gateway-runbook.docx");
+    for expected in [
+        "<pre><code>gatewayctl drain --node NODE\ngatewayctl status --node NODE\n</code></pre>",
+        "<th>Setting</th>",
+        "<td>120s</td>",
+        "<li>Drain traffic from the node you restart.</li>",
+    ] {
+        assert!(docx.contains(expected), "docx: {expected} not in\n{docx}");
+    }
+    // The chunk holding the command holds its whole block, fences included.
+    let chunks = kb.store.chunk_listing().unwrap();
+    for file in ["restore.md", "restore.html"] {
+        let chunk = chunks
+            .iter()
+            .find(|c| c.file == file && c.text.contains("pg_restore"))
+            .unwrap_or_else(|| panic!("{file}: no chunk holds the command"));
+        assert!(
+            chunk
+                .text
+                .contains("```sh\npg_restore --clean -d lighthouse /backups/latest.dump\n```"),
+            "{}",
+            chunk.text
+        );
+    }
+}

@@ -5,6 +5,9 @@
 //                                            is the route's (ROUTE_OPS), its fields the
 //                                            route's query and body; rejects with
 //                                            {error: {message, code}} or a string.
+//   invoke("ask_stream", {id, request, onText: Channel}) -> the ask answer; the draft's
+//                                            pieces arrive on the channel
+//   invoke("ask_stop", {id})             -> stops that answer
 //   invoke("ingest", {path})             -> progress arrives as events
 //       "ingest://progress" {done, total, file}
 //       "ingest://done"     {summary}
@@ -153,6 +156,78 @@ export async function api(method, path, body = null) {
   } catch {
     throw new Error(`${method} ${path}: the server answered something that is not JSON`);
   }
+}
+
+/** What a stopped answer rejects with (`err.stopped` is true). */
+function stoppedError() {
+  const err = new Error("Stopped.");
+  err.stopped = true;
+  return err;
+}
+
+/**
+ * Asks with the answer streamed (POST /api/ask/stream): `onText(piece)` receives the
+ * model's draft of the answer as it is written; resolves to the response POST /api/ask
+ * gives. Aborting `signal` stops the generation (rejects with `err.stopped`). In the
+ * desktop app the same comes through invoke("ask_stream", {id, request, onText: Channel})
+ * and invoke("ask_stop", {id}).
+ */
+export async function askStream(body, onText, signal) {
+  const t = tauri();
+  if (t) {
+    const id = `${Date.now()}-${Math.random().toString(36).slice(2)}`;
+    const channel = new t.core.Channel();
+    channel.onmessage = (text) => onText(text);
+    const stop = () => t.core.invoke("ask_stop", { id });
+    signal.addEventListener("abort", stop);
+    try {
+      return await t.core.invoke("ask_stream", { id, request: body, onText: channel });
+    } catch (e) {
+      if (e && e.error && e.error.code === "cancelled") throw stoppedError();
+      throw toError(e, "POST /api/ask failed");
+    } finally {
+      signal.removeEventListener("abort", stop);
+    }
+  }
+  let res;
+  try {
+    res = await fetch("/api/ask/stream", {
+      method: "POST",
+      headers: headers(true),
+      body: JSON.stringify(body),
+      cache: "no-store",
+      signal,
+    });
+  } catch (e) {
+    if (e.name === "AbortError") throw stoppedError();
+    throw new Error(`cannot reach the Sextant server (POST /api/ask/stream): ${e.message}`);
+  }
+  if (!res.ok) throw await httpError(res);
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  const sse = sseParser();
+  let result = null;
+  const handle = (records) => {
+    for (const r of records) {
+      const v = JSON.parse(r.data);
+      if (r.event === "answer") onText(v.text);
+      else if (r.event === "done") result = v;
+      else if (r.event === "error") throw toError(v, "the answer failed");
+    }
+  };
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      handle(sse.feed(decoder.decode(value, { stream: true })));
+    }
+    handle(sse.end());
+  } catch (e) {
+    if (e.name === "AbortError") throw stoppedError();
+    throw e;
+  }
+  if (!result) throw new Error("the answer stream ended without an answer");
+  return result;
 }
 
 /** Splits a text/event-stream into {event, data} records; `feed` returns complete ones. */

@@ -1,17 +1,20 @@
 //! `sextant-desktop`: the Tauri window over the engine. Commands are thin wrappers over
 //! `sextant::service::Service` (the same typed requests the HTTP server makes), so the UI
 //! in `ui/` gets the same JSON from `invoke` as from `fetch`. Long work runs on blocking
-//! threads; ingest progress arrives as events.
+//! threads; ingest progress arrives as events, an answer's draft on a channel.
 
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use clap::Parser;
 use serde_json::{json, Value};
 use sextant::kb::parse::worker;
 use sextant::service::{OpenOptions, Request, Service, ServiceError};
+use tauri::ipc::Channel;
 use tauri::{Emitter, State};
 
 #[derive(Parser)]
@@ -82,6 +85,63 @@ async fn api(engine: State<'_, Engine>, request: Value) -> Result<Value, Value> 
     })
     .await
     .map_err(task_failed)?
+}
+
+/// The answers being written, by the id the UI gave each (`ask_stop` sets its flag).
+#[derive(Default)]
+struct Asking(Mutex<HashMap<String, Arc<AtomicBool>>>);
+
+/// `POST /api/ask/stream` for the window: the model's draft of the answer arrives on
+/// `on_text` as it is written; resolves to what `api` answers for an ask.
+#[tauri::command]
+async fn ask_stream(
+    engine: State<'_, Engine>,
+    asking: State<'_, Asking>,
+    id: String,
+    mut request: Value,
+    on_text: Channel<String>,
+) -> Result<Value, Value> {
+    let svc = engine.get()?;
+    request["op"] = json!("ask");
+    let params = match Request::from_json(request) {
+        Ok(Request::Ask(params)) => params,
+        Ok(_) => return Err(error_body("an ask request did not parse as one", "internal")),
+        Err(e) => return Err(service_error(&e)),
+    };
+    let cancel = Arc::new(AtomicBool::new(false));
+    asking
+        .0
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(id.clone(), cancel.clone());
+    let result = tauri::async_runtime::spawn_blocking(move || {
+        let r = svc.ask_watched(
+            params,
+            &mut |text| {
+                let _ = on_text.send(text.to_string());
+            },
+            cancel,
+        );
+        trace("ask_stream", &r);
+        r.map_err(|e| service_error(&e))
+    })
+    .await
+    .map_err(task_failed);
+    asking
+        .0
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&id);
+    result?
+}
+
+/// Stops the answer `ask_stream` is writing under `id` (the Stop button, Esc).
+#[tauri::command]
+fn ask_stop(asking: State<'_, Asking>, id: String) {
+    let flags = asking.0.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(flag) = flags.get(&id) {
+        flag.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Ingests a folder; progress as `ingest://progress`, then `ingest://done` or
@@ -157,7 +217,8 @@ fn main() {
     };
     tauri::Builder::default()
         .manage(engine)
-        .invoke_handler(tauri::generate_handler![api, ingest])
+        .manage(Asking::default())
+        .invoke_handler(tauri::generate_handler![api, ingest, ask_stream, ask_stop])
         .run(tauri::generate_context!())
         .unwrap_or_else(|e| {
             eprintln!("error: the window could not start: {e}");

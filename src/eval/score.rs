@@ -5,7 +5,8 @@
 //! - **cited expected file**: a navigator answer lists the expected file in `sources`; a
 //!   RAG answer's best retrieved chunk (the one `confidence` is taken from) is in it;
 //! - **keyword share**: the share of a question's keywords found in the answer
-//!   (case-insensitive), averaged over answerable questions; a refusal scores 0;
+//!   (case-insensitive, in the text as rendered: no Markdown markup), averaged over
+//!   answerable questions; a refusal scores 0;
 //! - **grounded share**: of all sentences of given answers, those whose content words
 //!   occur in the retrieved sections for at least `GROUNDED_MIN_WORDS`;
 //! - **not-documented honesty**: not-documented questions answered with no sources and
@@ -181,9 +182,10 @@ pub fn score(
     })
 }
 
-/// Share of `keywords` that occur in `text`, case-insensitively.
+/// Share of `keywords` that occur in `text` as a reader sees it (Markdown rendered),
+/// case-insensitively.
 fn share_found(keywords: &[String], text: &str) -> f64 {
-    let text = text.to_lowercase();
+    let text = crate::kb::parse::visible_text(text).to_lowercase();
     let found = keywords
         .iter()
         .filter(|k| text.contains(&k.to_lowercase()))

@@ -1,7 +1,9 @@
 //! Token-aware chunking with the embedding model's own tokenizer: no chunk exceeds the
 //! window, consecutive chunks overlap, and a chunk never crosses a section boundary (each
 //! section is chunked on its own). Chunk ends snap back to a sentence or line end when
-//! one is near, and starts never fall inside a word.
+//! one is near, and starts never fall inside a word. A fenced code block is never cut
+//! when it fits a window: a chunk ends before it, and an overlap that would start inside
+//! it starts at its fence instead.
 
 use anyhow::{anyhow, Result};
 use tokenizers::Tokenizer;
@@ -48,6 +50,15 @@ pub fn chunk_spans(tok: &Tokenizer, text: &str, p: ChunkParams) -> Result<Vec<Sp
     let max = p.max_tokens.max(8);
     let overlap = p.overlap.min(max / 2);
     let is_word_start = |i: usize| !pieces[i].starts_with("##");
+    // Code blocks as token ranges [first, past-the-end).
+    let fences: Vec<(usize, usize)> = crate::kb::parse::code_fences(text)
+        .into_iter()
+        .map(|(a, b)| {
+            let first = offsets.partition_point(|o| o.0 < a);
+            (first, offsets.partition_point(|o| o.0 < b))
+        })
+        .collect();
+    let fence_around = |i: usize| fences.iter().copied().find(|&(a, b)| a < i && i < b);
     let mut spans = Vec::new();
     let mut s = 0;
     loop {
@@ -66,6 +77,16 @@ pub fn chunk_spans(tok: &Tokenizer, text: &str, p: ChunkParams) -> Result<Vec<Sp
                 Some(j) => j,
                 None => (s + 1..=e).rev().find(|&j| is_word_start(j)).unwrap_or(e),
             };
+            // Ending inside a code block: end after it when the window holds it, else
+            // before it, unless that leaves too little (a block longer than a window is
+            // cut at its lines).
+            if let Some((a, b)) = fence_around(e) {
+                if b <= s + max {
+                    e = b;
+                } else if a > s + max / 3 {
+                    e = a;
+                }
+            }
         }
         spans.push(trimmed(text, offsets[s].0, offsets[e - 1].1));
         if e >= n {
@@ -74,6 +95,11 @@ pub fn chunk_spans(tok: &Tokenizer, text: &str, p: ChunkParams) -> Result<Vec<Sp
         let mut next = e.saturating_sub(overlap).max(s + 1);
         while next < e && !is_word_start(next) {
             next += 1;
+        }
+        if let Some((a, _)) = fence_around(next) {
+            if a > s {
+                next = a;
+            }
         }
         s = next;
     }
@@ -127,6 +153,32 @@ pub(crate) mod tests {
 
     fn count(tok: &Tokenizer, s: &str) -> usize {
         tok.encode(s, false).unwrap().len()
+    }
+
+    #[test]
+    fn code_blocks_that_fit_are_never_cut() {
+        let tok = toy_tokenizer();
+        let prose = |n: usize| -> String {
+            (0..n)
+                .map(|i| format!("word{i} alpha beta. "))
+                .collect::<String>()
+        };
+        // The toy tokenizer spells words out: this block is about 15 pieces.
+        let code = "```sh\nrm a.txt\nls b\n```";
+        let text = format!("{}\n\n{code}\n\n{}", prose(12), prose(12));
+        let p = ChunkParams {
+            max_tokens: 50,
+            overlap: 10,
+        };
+        let spans = chunk_spans(&tok, &text, p).unwrap();
+        assert!(spans.len() > 2);
+        let (a, b) = crate::kb::parse::code_fences(&text)[0];
+        for s in &spans {
+            assert!(count(&tok, &text[s.start..s.end]) <= 50);
+            let cuts_into = (s.start > a && s.start < b) || (s.end > a && s.end < b);
+            assert!(!cuts_into, "{:?}", &text[s.start..s.end]);
+        }
+        assert!(spans.iter().any(|s| text[s.start..s.end].contains(code)));
     }
 
     #[test]

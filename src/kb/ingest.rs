@@ -20,7 +20,7 @@ use super::KnowledgeBase;
 use crate::embed::Embedder;
 
 /// Bump when parsing or chunking changes what is stored for the same file.
-pub const PARSER_VERSION: u32 = 2;
+pub const PARSER_VERSION: u32 = 3;
 
 #[derive(Debug, Clone)]
 pub struct IngestOptions {

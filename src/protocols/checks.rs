@@ -57,7 +57,6 @@ pub fn specific_tokens(text: &str) -> Vec<String> {
         [
             r"https?://[^\s)'`]+",
             r"arn:[a-z0-9-]+:[^\s'`]+",
-            r"`[^`]+`",
             r"\b[\w./-]*[\w-]+\.(?:md|ya?ml|json|toml|conf|cfg|sh|py|rs|txt|html|pdf|log|pem|crt|key)\b",
             r"\b(?:kubectl|lhctl|helm|docker|systemctl|psql|curl|openssl|git)(?:[ \t]+[a-z0-9./:=<>_-][\w./:=<>-]*){1,10}",
             // Command-line flags: --long-option (with a value), or -x.
@@ -70,9 +69,25 @@ pub fn specific_tokens(text: &str) -> Vec<String> {
         .map(|p| Regex::new(p).expect("static regex"))
         .collect()
     });
+    // Inline code spans as Markdown reads them (a double-backtick span, a backtick in
+    // prose, a code block's fences never pair up wrongly); a code block's fence lines are
+    // structure and are dropped, its code lines stay for the patterns below.
     let mut out: Vec<String> = Vec::new();
+    for event in pulldown_cmark::Parser::new(text) {
+        if let pulldown_cmark::Event::Code(code) = event {
+            let t = code.trim().to_string();
+            if !t.is_empty() && !out.contains(&t) {
+                out.push(t);
+            }
+        }
+    }
+    let text: String = text
+        .lines()
+        .filter(|l| crate::kb::parse::fence_of(l).is_none())
+        .collect::<Vec<_>>()
+        .join("\n");
     for p in patterns {
-        for c in p.captures_iter(text) {
+        for c in p.captures_iter(&text) {
             // A pattern with a group names the token inside its match.
             let m = c.get(1).or_else(|| c.get(0)).expect("a match has group 0");
             // Sentence punctuation after a token is prose, not part of it.
@@ -251,6 +266,24 @@ mod tests {
             let r = hallucination_patterns(planted, SOURCE);
             assert!(!r.passed, "not flagged: {planted}");
         }
+    }
+
+    #[test]
+    fn code_blocks_are_checked_by_their_lines_not_paired_with_prose_backticks() {
+        let source = "Roll back:\n\n```sh\nkubectl rollout undo deployment/api\n```\n\n\
+                      Pause the workers (see `operations/scaling.md`) first.";
+        let answer = "Roll back:\n```sh\nkubectl rollout undo deployment/api\n```\n\n\
+                      Pause the workers (see `operations/scaling.md`) first.";
+        assert!(hallucination_patterns(answer, source).passed);
+        let planted = answer.replace("undo deployment/api", "undo deployment/web --force");
+        let r = hallucination_patterns(&planted, source);
+        assert!(!r.passed && r.detail.contains("--force"), "{r:?}");
+        // A double-backtick span (as manual pages quote) is one span.
+        let quoted = "See the ``Algorithm`` section; run `git log` first.";
+        assert!(hallucination_patterns(quoted, quoted).passed);
+        let tokens = specific_tokens(quoted);
+        assert_eq!(tokens[..2], ["Algorithm", "git log"]);
+        assert!(tokens.iter().all(|t| !t.contains("section")), "{tokens:?}");
     }
 
     #[test]

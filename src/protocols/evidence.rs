@@ -180,13 +180,38 @@ fn is_proper_name(w: &str) -> bool {
 /// first, so the description is never separated from the option it describes.
 pub fn split_sentences(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    // A line ending in ':' introduces the next line (usually a command): keep them together.
+    // A line ending in ':' introduces the next line (usually a command): keep them
+    // together. A fenced code block is one unit, after the line that introduces it.
     let mut lines: Vec<String> = Vec::new();
+    let mut fence: Option<String> = None;
     for line in text.lines() {
+        if let Some(f) = &fence {
+            let unit = lines.last_mut().expect("the fence's opening line");
+            unit.push('\n');
+            unit.push_str(line);
+            if line.trim() == f {
+                fence = None;
+            }
+            continue;
+        }
+        if is_table_rule(line) {
+            continue;
+        }
+        fence = crate::kb::parse::fence_of(line);
+        if fence.is_some() {
+            // Markdown puts a blank line between a block and the line introducing it.
+            let blanks = lines.iter().rev().take_while(|l| l.trim().is_empty()).count();
+            let before = lines.len() - blanks;
+            if before > 0 && lines[before - 1].trim_end().ends_with(':') {
+                lines.truncate(before);
+            }
+        }
+        let sep = if fence.is_some() { '\n' } else { ' ' };
         match lines.last_mut() {
-            Some(prev) if prev.trim_end().ends_with(':') => {
-                prev.push(' ');
-                prev.push_str(line.trim());
+            Some(prev) if prev.trim_end().ends_with(':') && !prev.contains("```") => {
+                prev.truncate(prev.trim_end().len());
+                prev.push(sep);
+                prev.push_str(if fence.is_some() { line } else { line.trim() });
             }
             _ => lines.push(line.to_string()),
         }
@@ -224,6 +249,11 @@ pub fn split_sentences(text: &str) -> Vec<String> {
         }
         let line = &lines[n];
         n += 1;
+        if line.contains("```") && line.contains('\n') {
+            // A code block (with its introducing line) is never split at its periods.
+            push_sentence(&mut out, line);
+            continue;
+        }
         // A chunk can start inside a sentence (chunks overlap): skip that fragment.
         let line = if n == 1 && line.starts_with(|c: char| c.is_lowercase() || ",;)".contains(c)) {
             match line.find(". ") {
@@ -263,9 +293,23 @@ fn is_option_line(line: &str) -> bool {
         && !l.ends_with(['.', '!', '?', ':'])
 }
 
+/// A table's header rule, `| --- | :-: |`: structure, not a sentence.
+fn is_table_rule(line: &str) -> bool {
+    let l = line.trim();
+    l.starts_with('|') && l.contains('-') && l.chars().all(|c| "|-: ".contains(c))
+}
+
+/// Longest code block (with its introducing line) kept as one unit.
+const MAX_CODE_UNIT_CHARS: usize = 800;
+
 fn push_sentence(out: &mut Vec<String>, s: &str) {
     let s = s.trim();
-    if s.chars().count() >= 20 && s.chars().count() <= MAX_SENTENCE_CHARS {
+    let max = if s.contains("```") {
+        MAX_CODE_UNIT_CHARS
+    } else {
+        MAX_SENTENCE_CHARS
+    };
+    if s.chars().count() >= 20 && s.chars().count() <= max {
         out.push(s.to_string());
     }
 }
@@ -308,6 +352,18 @@ mod tests {
             "in our chart), so it is one command. To undo it, run:\nkubectl rollout undo x",
         );
         assert_eq!(s, vec!["To undo it, run: kubectl rollout undo x"]);
+        let s = split_sentences(
+            "To undo it, run:\n\n```sh\nkubectl rollout undo x. Then\nkubectl get pods\n```\n\n\
+             | Flag | What it does |\n| --- | --- |\n| --dry-run | prints, changes nothing |",
+        );
+        assert_eq!(
+            s,
+            vec![
+                "To undo it, run:\n```sh\nkubectl rollout undo x. Then\nkubectl get pods\n```",
+                "| Flag | What it does |",
+                "| --dry-run | prints, changes nothing |"
+            ]
+        );
         let s = split_sentences(
             "-k\n--keep-index\nAll changes already added to the index are left intact.\n\
              -q\nQuiet. Suppress feedback messages.\n- a markdown list item that is long enough",

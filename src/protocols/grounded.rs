@@ -66,18 +66,24 @@ pub fn evidence_listing(ev: &Evidence, sentences: &[&Sentence]) -> String {
 }
 
 /// Joins answer sentences: a space after a sentence, a line break after a line that does
-/// not end one (a command), so the text reads as written.
+/// not end one (a command), a blank line around a code block, so the text reads as
+/// written and renders as the Markdown it is.
 pub fn join_sentences(sentences: &[&str]) -> String {
     let mut out = String::new();
+    let mut after_block = false;
     for s in sentences {
+        let block = s.contains("```");
         if !out.is_empty() {
-            out.push(if out.ends_with(['.', '!', '?']) {
-                ' '
+            out.push_str(if block || after_block {
+                "\n\n"
+            } else if out.ends_with(['.', '!', '?']) {
+                " "
             } else {
-                '\n'
+                "\n"
             });
         }
         out.push_str(s);
+        after_block = block;
     }
     out
 }

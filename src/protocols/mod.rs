@@ -19,6 +19,7 @@ pub mod reader;
 pub mod routing;
 pub mod section_tool;
 mod shared;
+pub mod watch;
 
 use anyhow::{bail, Result};
 use serde::Serialize;
@@ -37,6 +38,16 @@ pub enum Step<T, P> {
 pub trait Pending {
     type Output;
     fn finish(self, llm: &mut Llm) -> Result<Self::Output>;
+
+    /// `finish`, watched: the answer's text as it is generated, and cancellation. Only
+    /// the answer formats have an answer to show early; other protocols just finish.
+    fn finish_watched(self, llm: &mut Llm, watch: &mut watch::Watch) -> Result<Self::Output>
+    where
+        Self: Sized,
+    {
+        let _ = watch;
+        self.finish(llm)
+    }
 }
 
 impl<T, P: Pending<Output = T>> Step<T, P> {
@@ -148,9 +159,17 @@ impl Answer {
 impl Pending for PendingAnswer {
     type Output = Answer;
     fn finish(self, llm: &mut Llm) -> Result<Answer> {
+        self.finish_watched(llm, &mut watch::Watch::none())
+    }
+
+    fn finish_watched(self, llm: &mut Llm, watch: &mut watch::Watch) -> Result<Answer> {
         match self {
-            PendingAnswer::Rag(p) => Answer::new(AnswerFormat::Rag, p.finish(llm)?),
-            PendingAnswer::Navigator(p) => Answer::new(AnswerFormat::Navigator, p.finish(llm)?),
+            PendingAnswer::Rag(p) => {
+                Answer::new(AnswerFormat::Rag, p.finish_watched(llm, watch)?)
+            }
+            PendingAnswer::Navigator(p) => {
+                Answer::new(AnswerFormat::Navigator, p.finish_watched(llm, watch)?)
+            }
         }
     }
 }

@@ -13,7 +13,8 @@ use super::checks::grounding_share;
 use super::evidence::Evidence;
 use super::grounded::{extractive_answer, join_sentences};
 use super::reader;
-use super::shared::{gather, grounded_answer, llm_object};
+use super::shared::{gather, grounded_answer, llm_object_watched};
+use super::watch::Watch;
 use super::{AnswerMode, Pending, Report, Step};
 use crate::kb::KnowledgeBase;
 use crate::llm::Llm;
@@ -83,6 +84,10 @@ impl Pending for PendingRag {
     type Output = (RagResponse, Report);
 
     fn finish(self, llm: &mut Llm) -> Result<(RagResponse, Report)> {
+        self.finish_watched(llm, &mut Watch::none())
+    }
+
+    fn finish_watched(self, llm: &mut Llm, watch: &mut Watch) -> Result<(RagResponse, Report)> {
         let PendingRag {
             ev,
             mode,
@@ -91,9 +96,10 @@ impl Pending for PendingRag {
         let text = match mode {
             // The format has no confidence field to carry the reader's verdict; it is in
             // the report's decision.
-            AnswerMode::Reader => reader::read(llm, &ev, &mut report)?.answer,
+            AnswerMode::Reader => reader::read(llm, &ev, &mut report, watch)?.answer,
             AnswerMode::Grounded => {
-                grounded_answer(llm, &ev, "final_answer", GROUNDED_SYSTEM, &mut report)?.0
+                let system = GROUNDED_SYSTEM;
+                grounded_answer(llm, &ev, "final_answer", system, &mut report, watch)?.0
             }
             _ => {
                 let schema = json!({
@@ -108,7 +114,8 @@ impl Pending for PendingRag {
                     .collect::<Vec<_>>()
                     .join("\n\n");
                 let user = format!("Context:\n{context}\n\nQuestion: {}", ev.question);
-                let v = llm_object(llm, LLM_SYSTEM, &user, schema, &mut report)?;
+                let watched = ("final_answer", &mut *watch);
+                let v = llm_object_watched(llm, LLM_SYSTEM, &user, schema, &mut report, watched)?;
                 v["final_answer"]
                     .as_str()
                     .unwrap_or_default()

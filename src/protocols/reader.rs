@@ -23,7 +23,8 @@ use serde_json::json;
 use super::checks::invented_tokens;
 use super::evidence::Evidence;
 use super::grounded::join_sentences;
-use super::shared::llm_object;
+use super::shared::llm_object_watched;
+use super::watch::Watch;
 use super::Report;
 use crate::llm::Llm;
 
@@ -115,14 +116,15 @@ Question: How do I get one file back from last night's backup without clobbering
 {"evidence": [1], "answer": "Run bk restore --path <file> <snapshot> with --keep, so the existing file is not overwritten.", "answers_question": "yes"}"#;
 
 /// Runs the reader on the evidence and applies the rules to what it wrote.
-pub fn read(llm: &mut Llm, ev: &Evidence, report: &mut Report) -> Result<Reading> {
+pub fn read(llm: &mut Llm, ev: &Evidence, report: &mut Report, watch: &mut Watch) -> Result<Reading> {
     let passages = passages(ev);
     let user = format!(
         "Passages:\n{}\n\nQuestion: {}",
         listing(ev, &passages),
         ev.question
     );
-    let v = llm_object(llm, SYSTEM, &user, schema(passages.len()), report)?;
+    let schema = schema(passages.len());
+    let v = llm_object_watched(llm, SYSTEM, &user, schema, report, ("answer", watch))?;
     report.notes.push(format!("reader wrote {v}"));
     let mut quoted: Vec<usize> = Vec::new();
     for n in v["evidence"].as_array().into_iter().flatten() {

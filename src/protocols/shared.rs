@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use super::evidence::{Evidence, Sentence};
 use super::grounded::{answer_pattern, candidates, evidence_listing, CANDIDATES, MAX_SENTENCES};
+use super::watch::{FieldText, Watch};
 use super::{AnswerMode, Report};
 use crate::kb::KnowledgeBase;
 use crate::llm::chat_template::Message;
@@ -41,6 +42,20 @@ pub(crate) fn llm_object(
     schema: Value,
     report: &mut Report,
 ) -> Result<Value> {
+    llm_object_watched(llm, system, user, schema, report, ("", &mut Watch::none()))
+}
+
+/// `llm_object`, with the text of the string field `watched.0` handed to the watch as it
+/// is generated, and the watch's cancel flag honoured.
+pub(crate) fn llm_object_watched(
+    llm: &mut Llm,
+    system: &str,
+    user: &str,
+    schema: Value,
+    report: &mut Report,
+    watched: (&str, &mut Watch),
+) -> Result<Value> {
+    let (field, watch) = watched;
     let mut req = StructuredRequest::new(
         vec![Message::new("system", system), Message::new("user", user)],
         OutputSpec::JsonSchema(schema.clone()),
@@ -49,7 +64,13 @@ pub(crate) fn llm_object(
     // The system prompt is the same for every question of a protocol: a long-lived model
     // (server, desktop, benchmarks) keeps its KV cache and processes only what follows.
     req.reuse_kv = true;
-    let out = generate_structured(llm, &req, &mut |_| {})?;
+    req.cancel = watch.cancel.clone();
+    let mut field_text = FieldText::new(field);
+    let out = generate_structured(llm, &req, &mut |piece| {
+        if !field.is_empty() {
+            watch.text(&field_text.push(piece));
+        }
+    })?;
     report.prompt_ms += out.generation.prompt_ms;
     report.generation_ms += out.generation.generate_ms;
     report.decoder_schema = Some(schema);
@@ -65,6 +86,7 @@ pub(crate) fn grounded_answer<'e>(
     field: &str,
     system: &str,
     report: &mut Report,
+    watch: &mut Watch,
 ) -> Result<(String, Vec<&'e Sentence>)> {
     let cands = candidates(ev, CANDIDATES);
     let schema = json!({
@@ -78,7 +100,7 @@ pub(crate) fn grounded_answer<'e>(
         evidence_listing(ev, &cands),
         ev.question
     );
-    let v = llm_object(llm, system, &user, schema, report)?;
+    let v = llm_object_watched(llm, system, &user, schema, report, (field, watch))?;
     let answer = v[field].as_str().unwrap_or_default().trim().to_string();
     Ok((answer, cands))
 }

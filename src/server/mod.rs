@@ -26,70 +26,60 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Map, Value};
-use sextant::service::{Request as ServiceRequest, Service, ServiceError};
+use sextant::service::{CancelOnDrop, Request as ServiceRequest, Service, ServiceError};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 /// Largest request body accepted (a chat with a long context is well under this).
 pub const BODY_LIMIT: usize = 4 * 1024 * 1024;
 
+/// A UI file compiled in: (route, contents, content type).
+macro_rules! ui {
+    ($path:literal, $mime:expr) => {
+        (
+            concat!("/", $path),
+            include_str!(concat!("../../ui/", $path)),
+            $mime,
+        )
+    };
+}
+
+const HTML: &str = "text/html; charset=utf-8";
+const JS: &str = "text/javascript; charset=utf-8";
+const CSS: &str = "text/css; charset=utf-8";
+
 /// The UI, compiled in so the binary serves it with no files beside it.
 const UI_FILES: &[(&str, &str, &str)] = &[
-    (
-        "/",
-        include_str!("../../ui/index.html"),
-        "text/html; charset=utf-8",
-    ),
-    (
-        "/index.html",
-        include_str!("../../ui/index.html"),
-        "text/html; charset=utf-8",
-    ),
-    (
-        "/app.js",
-        include_str!("../../ui/app.js"),
-        "text/javascript; charset=utf-8",
-    ),
-    (
-        "/client.js",
-        include_str!("../../ui/client.js"),
-        "text/javascript; charset=utf-8",
-    ),
-    (
-        "/dom.js",
-        include_str!("../../ui/dom.js"),
-        "text/javascript; charset=utf-8",
-    ),
-    (
-        "/screens/library.js",
-        include_str!("../../ui/screens/library.js"),
-        "text/javascript; charset=utf-8",
-    ),
-    (
-        "/screens/ask.js",
-        include_str!("../../ui/screens/ask.js"),
-        "text/javascript; charset=utf-8",
-    ),
-    (
-        "/screens/reader.js",
-        include_str!("../../ui/screens/reader.js"),
-        "text/javascript; charset=utf-8",
-    ),
-    (
-        "/screens/interview.js",
-        include_str!("../../ui/screens/interview.js"),
-        "text/javascript; charset=utf-8",
-    ),
-    (
-        "/screens/router.js",
-        include_str!("../../ui/screens/router.js"),
-        "text/javascript; charset=utf-8",
-    ),
-    (
-        "/style.css",
-        include_str!("../../ui/style.css"),
-        "text/css; charset=utf-8",
-    ),
+    ("/", include_str!("../../ui/index.html"), HTML),
+    ui!("index.html", HTML),
+    ui!("app.js", JS),
+    ui!("client.js", JS),
+    ui!("dom.js", JS),
+    ui!("highlight.js", JS),
+    ui!("screens/library.js", JS),
+    ui!("screens/ask.js", JS),
+    ui!("screens/reader.js", JS),
+    ui!("screens/interview.js", JS),
+    ui!("screens/router.js", JS),
+    ui!("style.css", CSS),
+    ui!("vendor/highlight/github.min.css", CSS),
+    ui!("vendor/highlight/core.min.js", JS),
+    ui!("vendor/highlight/languages/bash.min.js", JS),
+    ui!("vendor/highlight/languages/diff.min.js", JS),
+    ui!("vendor/highlight/languages/dockerfile.min.js", JS),
+    ui!("vendor/highlight/languages/go.min.js", JS),
+    ui!("vendor/highlight/languages/ini.min.js", JS),
+    ui!("vendor/highlight/languages/javascript.min.js", JS),
+    ui!("vendor/highlight/languages/json.min.js", JS),
+    ui!("vendor/highlight/languages/nginx.min.js", JS),
+    ui!("vendor/highlight/languages/plaintext.min.js", JS),
+    ui!("vendor/highlight/languages/powershell.min.js", JS),
+    ui!("vendor/highlight/languages/python.min.js", JS),
+    ui!("vendor/highlight/languages/rust.min.js", JS),
+    ui!("vendor/highlight/languages/shell.min.js", JS),
+    ui!("vendor/highlight/languages/sql.min.js", JS),
+    ui!("vendor/highlight/languages/xml.min.js", JS),
+    ui!("vendor/highlight/languages/yaml.min.js", JS),
 ];
 
 /// Same policy as the page's meta tag: nothing but this origin.
@@ -220,6 +210,7 @@ pub fn router(svc: Arc<Service>, token: Option<String>, bound: SocketAddr) -> Ro
         r = r.route(path, get(ui_file));
     }
     r.route("/api/ingest", post(ingest))
+        .route("/api/ask/stream", post(ask_stream))
         .route("/api/{*rest}", get(protocol).post(protocol))
         .route("/v1/models", get(openai::models))
         .route("/v1/chat/completions", post(openai::chat))
@@ -361,6 +352,48 @@ async fn protocol(
     let svc = app.svc.clone();
     let v = blocking(move || svc.handle(req)).await?;
     Ok(Json(v).into_response())
+}
+
+/// `POST /api/ask/stream`: the answer's draft text as `answer` events while the model
+/// writes it, then `done` with the response of `POST /api/ask` (or `error`). A client that
+/// goes away stops the generation at its next token.
+async fn ask_stream(State(app): State<App>, body: Result<Bytes, BytesRejection>) -> Reply {
+    let mut fields = match json_body(body, true)? {
+        Some(Value::Object(o)) => o,
+        _ => return Err(Failure::bad_request("the body must be a JSON object")),
+    };
+    fields.insert("op".into(), json!("ask"));
+    let ServiceRequest::Ask(params) = ServiceRequest::from_json(Value::Object(fields))? else {
+        return Err(Failure::internal("an ask body did not parse as an ask"));
+    };
+    let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(256);
+    let svc = app.svc.clone();
+    let guard = CancelOnDrop::new();
+    let cancel = guard.0.clone();
+    tokio::task::spawn_blocking(move || {
+        let _guard = guard;
+        let send = |name: &str, v: Value| {
+            tx.blocking_send(Ok(Event::default().event(name).data(v.to_string())))
+                .is_ok()
+        };
+        let stop = cancel.clone();
+        let result = svc.ask_watched(
+            params,
+            &mut |text| {
+                if !send("answer", json!({ "text": text })) {
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+            },
+            cancel,
+        );
+        match result {
+            Ok(v) => send("done", v),
+            Err(e) => send("error", Failure::from(e).body()),
+        };
+    });
+    Ok(Sse::new(ReceiverStream::new(rx))
+        .keep_alive(KeepAlive::default())
+        .into_response())
 }
 
 async fn ingest(State(app): State<App>, body: Result<Bytes, BytesRejection>) -> Reply {

@@ -3,12 +3,15 @@
 use serde_json::{json, Value};
 
 use super::ServiceError;
+use crate::kb::parse::followable;
 use crate::kb::search::Hit;
 use crate::kb::KnowledgeBase;
 use crate::protocols::AnswerFormat;
 
-/// A document as HTML built from its stored sections (plain text, escaped), so every
-/// heading carries the anchor that citations and navigation point at.
+/// A document as HTML built from its stored sections, so every heading carries the anchor
+/// that citations and navigation point at. A section's Markdown (Markdown, HTML and DOCX
+/// sources) is rendered as a document (`markdown_html`); PDF and plain text are their
+/// extracted paragraphs, escaped.
 pub fn render(kb: &KnowledgeBase, path: &str) -> Result<Value, ServiceError> {
     let (doc, sections) = kb.store.document_sections(path)?.ok_or_else(|| {
         ServiceError::NotFound(format!("no document {path:?} in the knowledge base"))
@@ -39,19 +42,48 @@ pub fn render(kb: &KnowledgeBase, path: &str) -> Result<Value, ServiceError> {
                 json!({"anchor": s.anchor, "text": s.heading, "level": level, "page": s.page}),
             );
         }
-        for para in s
-            .text
-            .split("\n\n")
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-        {
-            html.push_str(&format!("<p>{}</p>\n", escape(para)));
+        match doc.kind.as_str() {
+            "pdf" | "text" => {
+                for para in s
+                    .text
+                    .split("\n\n")
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                {
+                    html.push_str(&format!("<p>{}</p>\n", escape(para)));
+                }
+            }
+            _ => html.push_str(&markdown_html(&s.text)),
         }
     }
     Ok(json!({
         "path": doc.path, "title": doc.title, "format": doc.kind,
         "outline": outline, "html": html,
     }))
+}
+
+/// A section's Markdown as HTML. Nothing of the source reaches the page as markup: raw
+/// HTML is shown as text, a link whose target is not `followable` (a `javascript:` or
+/// `data:` URL) keeps only its text, and an image is its alt text (the Reader loads
+/// nothing, local or remote, that the CSP would have to refuse).
+pub fn markdown_html(md: &str) -> String {
+    use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+    let mut links: Vec<bool> = Vec::new();
+    let events = Parser::new_ext(md, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH)
+        .filter_map(|event| match event {
+            Event::Html(t) | Event::InlineHtml(t) => Some(Event::Text(t)),
+            Event::Start(Tag::Link { ref dest_url, .. }) => {
+                let keep = followable(dest_url);
+                links.push(keep);
+                keep.then_some(event)
+            }
+            Event::End(TagEnd::Link) => links.pop().unwrap_or(false).then_some(event),
+            Event::Start(Tag::Image { .. }) | Event::End(TagEnd::Image) => None,
+            other => Some(other),
+        });
+    let mut html = String::with_capacity(md.len() * 3 / 2);
+    pulldown_cmark::html::push_html(&mut html, events);
+    html
 }
 
 /// One link per cited chunk (rag) or source (navigator): the file, the anchor to scroll
@@ -101,4 +133,31 @@ fn escape(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_renders_as_a_document_and_nothing_of_the_source_runs() {
+        let md = "Roll back with `kubectl rollout undo`:\n\n```sh\nkubectl rollout undo deploy/web\n```\n\n\
+                  - one\n- two\n\n| Flag | Meaning |\n| --- | --- |\n| -f | force |\n\n\
+                  Text <script>alert(1)</script> [bad](javascript:alert(1)) [ok](other.md#x) \
+                  ![logo](https://example.org/logo.png)";
+        let html = markdown_html(md);
+        for expected in [
+            "<code>kubectl rollout undo</code>",
+            "<pre><code class=\"language-sh\">kubectl rollout undo deploy/web\n</code></pre>",
+            "<li>one</li>",
+            "<th>Flag</th>",
+            "<td>-f</td>",
+            "&lt;script&gt;alert(1)&lt;/script&gt;",
+            "<a href=\"other.md#x\">ok</a>",
+        ] {
+            assert!(html.contains(expected), "{expected} not in {html}");
+        }
+        assert!(!html.contains("<script") && !html.contains("javascript:"), "{html}");
+        assert!(!html.contains("<img") && html.contains("logo"), "{html}");
+    }
 }

@@ -10,7 +10,7 @@
 //! (`Overloaded`) rather than queued without bound.
 
 mod chat;
-mod document;
+pub mod document;
 mod error;
 mod model;
 mod request;
@@ -18,7 +18,7 @@ mod section;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{json, Value};
@@ -38,6 +38,7 @@ use crate::kb::KnowledgeBase;
 use crate::llm::Llm;
 use crate::protocols::interview::{Interview, InterviewOptions};
 use crate::protocols::routing::{self, Flow, ForensicSummary};
+use crate::protocols::watch::Watch;
 use crate::protocols::{prepare_ask, section_tool, AskRequest, Pending, Step};
 
 /// Requests that may wait for the LLM while one runs.
@@ -238,7 +239,7 @@ impl Service {
                 let hits = search(&self.kb(), query, k, SearchMode::Hybrid)?;
                 Ok(json!({ "hits": hits }))
             }
-            Request::Ask(params) => self.ask(params),
+            Request::Ask(params) => self.ask(params, &mut Watch::none()),
             Request::Navigate { question } => {
                 let question = non_empty("question", &question)?;
                 let step = section_tool::prepare(&self.kb(), question)
@@ -258,7 +259,23 @@ impl Service {
         }
     }
 
-    fn ask(&self, params: AskParams) -> Result<Value, ServiceError> {
+    /// An answer watched as it is generated: `on_answer_text` gets the model's draft of
+    /// the answer text in pieces (nothing when the rules answer alone), then the response
+    /// is returned as `Request::Ask` returns it. Setting `cancel` stops the generation.
+    pub fn ask_watched(
+        &self,
+        params: AskParams,
+        on_answer_text: &mut dyn FnMut(&str),
+        cancel: Arc<AtomicBool>,
+    ) -> Result<Value, ServiceError> {
+        let result = self.ask(params, &mut Watch::new(on_answer_text, cancel));
+        if matches!(result, Err(ServiceError::Cancelled)) {
+            self.cancelled.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    fn ask(&self, params: AskParams, watch: &mut Watch) -> Result<Value, ServiceError> {
         let req = AskRequest {
             question: non_empty("question", &params.question)?.to_string(),
             format: params.format.unwrap_or(crate::protocols::AnswerFormat::Rag),
@@ -274,16 +291,28 @@ impl Service {
             kb.require_chunks()?;
             prepare_ask(&kb, &req)?
         };
-        let answer = self.finish(step)?;
+        let answer = match step {
+            Step::Done(answer) => answer,
+            Step::NeedsLlm(p) => {
+                self.with_llm(|llm| p.finish_watched(llm, watch).map_err(llm_error))?
+            }
+        };
         let citations = document::citations(
             &self.kb(),
             answer.format,
             &answer.value,
             &answer.report.hits,
         );
+        // The answer string is Markdown (code kept as code); the UI shows this rendering.
+        let text = match answer.format {
+            crate::protocols::AnswerFormat::Navigator => &answer.value["answer"],
+            crate::protocols::AnswerFormat::Rag => &answer.value["final_answer"],
+        };
+        let answer_html = document::markdown_html(text.as_str().unwrap_or_default());
         Ok(json!({
             "format": answer.format, "response": answer.value,
             "citations": citations, "decision": answer.report.decision,
+            "answer_html": answer_html,
         }))
     }
 

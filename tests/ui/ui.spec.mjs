@@ -64,6 +64,8 @@ const browser = await chromium.launch({
   ],
 });
 const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+// The Reader's Copy buttons write to the clipboard; the test reads it back.
+await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: BASE });
 const page = await context.newPage();
 page.setDefaultTimeout(T_UI);
 page.on("console", (msg) => {
@@ -95,6 +97,14 @@ async function errorBanner() {
 }
 
 /** Waits for `selector` to be visible; fails early with the banner's text if an error shows. */
+/** GET /api/health from the page, with the token the UI uses. */
+async function engineHealth() {
+  return page.evaluate(
+    (t) => fetch("/api/health", { headers: t ? { Authorization: `Bearer ${t}` } : {} }).then((r) => r.json()),
+    TOKEN,
+  );
+}
+
 async function waitForResult(selector, timeout, what) {
   const result = page.locator(selector).first();
   const banner = page.locator(tid("error"));
@@ -205,7 +215,7 @@ step(`Ask: "${QUESTION}" gives an answer with citations`, async () => {
   await page.check(tid("format-rag"));
   await page.selectOption(tid("mode"), "extractive");
   await page.click(tid("ask-button"));
-  await waitForResult(tid("ask-result"), T_ASK, "ask");
+  await waitForResult(`${tid("ask-result")}[data-state="done"]`, T_ASK, "ask");
   const answer = (await page.locator(tid("answer")).textContent()).trim();
   assert(answer.length >= 10 && answer !== "(no answer)", `answer is empty or too short: "${answer}"`);
   const badge = (await page.locator(tid("confidence")).textContent()).trim();
@@ -225,12 +235,72 @@ step(`Ask: "${QUESTION}" gives an answer with citations`, async () => {
   await screenshot("ask");
 });
 
+step("Ask (reader): the draft streams, the checked answer replaces it; Esc stops one", async () => {
+  const drafting = `${tid("ask-result")}[data-state="drafting"]`;
+  await page.fill(tid("question"), "How do I roll back a deployment?");
+  await page.check(tid("format-navigator"));
+  await page.selectOption(tid("mode"), "reader");
+  const t0 = Date.now();
+  await page.click(tid("ask-button"));
+  await waitForResult(drafting, T_ASK, "reader draft");
+  const firstWords = Date.now() - t0;
+  assert((await page.locator(tid("answer")).textContent()).trim().length > 0, "the draft is empty");
+  assert(await page.locator(tid("stop-button")).isVisible(), "no Stop button while the answer is written");
+  await waitForResult(`${tid("ask-result")}[data-state="done"]`, T_ASK, "reader answer");
+  const answer = (await page.locator(tid("answer")).textContent()).trim();
+  assert(answer.length >= 10, `the reader's answer is empty: "${answer}"`);
+  assert(!(await page.locator(tid("stop-button")).isVisible()), "the Stop button stayed after the answer");
+  console.log(`    first words after ${(firstWords / SEC).toFixed(1)} s, answer after ${((Date.now() - t0) / SEC).toFixed(1)} s`);
+  // Esc stops the next one, and the engine stops generating (it counts the cancel).
+  const before = (await engineHealth()).cancelled_generations;
+  await page.fill(tid("question"), "What do I check after rolling back a deployment?");
+  await page.click(tid("ask-button"));
+  await waitForResult(drafting, T_ASK, "second reader draft");
+  await page.keyboard.press("Escape");
+  await page.locator(`${tid("ask-result")}[data-state="stopped"]`).waitFor({ timeout: T_UI });
+  let after = before;
+  for (let i = 0; i < 50 && after === before; i++) {
+    await page.waitForTimeout(200);
+    after = (await engineHealth()).cancelled_generations;
+  }
+  assert(after === before + 1, `the engine did not stop the generation (cancelled ${before} → ${after})`);
+  await screenshot("ask-stopped");
+  // Back to the RAG answer the next steps open.
+  await page.check(tid("format-rag"));
+  await page.selectOption(tid("mode"), "extractive");
+  await page.fill(tid("question"), QUESTION);
+  await page.click(tid("ask-button"));
+  await waitForResult(`${tid("ask-result")}[data-state="done"]`, T_ASK, "ask again");
+});
+
 step("Ask → first citation opens the Reader at the cited anchor, highlighted", async () => {
   await page.locator(tid("citation")).first().click();
   await expectHighlighted(firstCitation.file, firstCitation.anchor, "citation");
   const items = await page.locator(tid("outline-item")).count();
   assert(items >= 1, "the Reader outline is empty");
   await screenshot("reader-citation");
+});
+
+step("Reader: code blocks are code with a Copy button, tables are tables", async () => {
+  const blocks = page.locator("#sx-doc pre > code");
+  assert((await blocks.count()) >= 1, "the cited document shows no code block");
+  const code = await blocks.first().textContent();
+  assert(/\S/.test(code) && !/```/.test(code), `code block text: "${code}"`);
+  const copy = page.locator(`#sx-doc pre ${tid("copy-code")}`).first();
+  await copy.click();
+  await page.waitForFunction(
+    (el) => el.textContent === "Copied",
+    await copy.elementHandle(),
+    { timeout: T_UI },
+  );
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  assert(copied === code, `clipboard holds "${copied}", not the block's "${code}"`);
+  // The answer to the same question rendered its Markdown: no fences or backticks shown.
+  await show("ask");
+  const shown = await page.locator(tid("answer")).textContent();
+  assert(!shown.includes("`"), `the answer shows Markdown markup: "${shown}"`);
+  await page.locator(tid("citation")).first().click();
+  await screenshot("reader-code");
 });
 
 step(`Reader: navigate "${NAV_QUESTION}"`, async () => {

@@ -1,8 +1,9 @@
 // The Ask screen: a question in either answer format, the answer with its confidence,
 // and citations that open the Reader at the cited section.
-import { api } from "../client.js";
+import { askStream } from "../client.js";
 import { $, el, run, confidenceClass, setBadge } from "../dom.js";
-import { openReader } from "./reader.js";
+import { highlightCode } from "../highlight.js";
+import { addCopyButtons, openReader } from "./reader.js";
 
 /** The anchor to open for a citation: its anchor, else the PDF page's section. */
 function citationAnchor(c) {
@@ -11,11 +12,48 @@ function citationAnchor(c) {
   return null;
 }
 
+let asking = null; // the AbortController of the answer being generated
+
 async function ask(question, format, mode) {
   question = question.trim();
   if (!question) throw new Error("Type a question first.");
-  const out = await api("POST", "/api/ask", { question, format, mode });
-  renderAnswer(out || {}, format);
+  const controller = new AbortController();
+  asking = controller;
+  $("sx-ask-result").dataset.state = "asking";
+  const answerEl = $("sx-answer");
+  const stop = $("sx-stop-btn");
+  stop.hidden = false;
+  let draft = "";
+  try {
+    const out = await askStream(
+      { question, format, mode },
+      (piece) => {
+        // The model's draft, shown as plain text until the checked answer replaces it.
+        if (!draft) {
+          $("sx-ask-result").hidden = false;
+          $("sx-ask-result").dataset.state = "drafting";
+          answerEl.classList.remove("rendered");
+        }
+        draft += piece;
+        answerEl.textContent = draft;
+      },
+      controller.signal,
+    );
+    renderAnswer(out || {}, format);
+    $("sx-ask-result").dataset.state = "done";
+  } catch (e) {
+    if (!e.stopped) throw e;
+    $("sx-ask-result").dataset.state = "stopped";
+    if (draft) answerEl.textContent = `${draft} … (stopped)`;
+  } finally {
+    stop.hidden = true;
+    if (asking === controller) asking = null;
+  }
+}
+
+/** Stops the answer being generated, if any (the Stop button, Esc). */
+function stopAsking() {
+  if (asking) asking.abort();
 }
 
 function renderAnswer(out, askedFormat) {
@@ -23,7 +61,17 @@ function renderAnswer(out, askedFormat) {
   const r = out.response || {};
   const citations = Array.isArray(out.citations) ? out.citations : [];
   const answer = format === "navigator" ? r.answer : r.final_answer;
-  $("sx-answer").textContent = answer ?? "(no answer)";
+  const answerEl = $("sx-answer");
+  if (typeof out.answer_html === "string" && out.answer_html) {
+    // Rendered by the engine from the answer's Markdown; raw HTML in it is shown as text.
+    answerEl.innerHTML = out.answer_html;
+    answerEl.classList.add("rendered");
+    addCopyButtons(answerEl);
+    highlightCode(answerEl);
+  } else {
+    answerEl.textContent = answer ?? "(no answer)";
+    answerEl.classList.remove("rendered");
+  }
   $("sx-ask-result").dataset.format = format;
 
   const badge = $("sx-confidence");
@@ -102,6 +150,20 @@ export function setupAsk() {
     e.preventDefault();
     const format = document.querySelector('input[name="format"]:checked').value;
     run($("sx-ask-btn"), () => ask($("sx-question").value, format, $("sx-mode").value));
+  });
+  $("sx-stop-btn").addEventListener("click", stopAsking);
+  // Esc stops an answer; Ctrl+K (Cmd+K) goes to the question box from anywhere.
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && asking) {
+      e.preventDefault();
+      stopAsking();
+    } else if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "k") {
+      e.preventDefault();
+      const nav = document.querySelector('.nav-btn[data-screen="ask"]');
+      if (nav) nav.click();
+      $("sx-question").focus();
+      $("sx-question").select();
+    }
   });
   // Enter asks, as in a chat box; Shift+Enter still makes a new line.
   $("sx-question").addEventListener("keydown", (e) => {

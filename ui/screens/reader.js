@@ -2,6 +2,7 @@
 // Library, a citation, a link in another document, or the Navigate box.
 import { api } from "../client.js";
 import { $, el, run, showError } from "../dom.js";
+import { highlightCode } from "../highlight.js";
 
 // Screen switching lives in app.js, which imports this module; it is handed over in
 // setupReader so that this module need not import app.js back (an import cycle).
@@ -17,6 +18,8 @@ async function loadDocument(file) {
   // Trusted: rendered by the local server from the user's own files (raw HTML is never
   // passed through by the renderer).
   docEl.innerHTML = doc.html || "";
+  addCopyButtons(docEl);
+  highlightCode(docEl);
   docEl.dataset.path = doc.path || file;
   docEl.scrollTop = 0;
   const outline = Array.isArray(doc.outline) ? doc.outline : [];
@@ -41,6 +44,43 @@ async function loadDocument(file) {
       ),
     ),
   );
+}
+
+/** A "Copy" button on every code block: people come to the Reader to copy a command. */
+export function addCopyButtons(root) {
+  for (const pre of root.querySelectorAll("pre")) {
+    if (pre.querySelector(".copy")) continue;
+    const button = el("button", {
+      type: "button",
+      class: "copy small",
+      "data-testid": "copy-code",
+      title: "Copy this code",
+      text: "Copy",
+      onclick: () =>
+        run(null, async () => {
+          const code = pre.querySelector("code") || pre;
+          await copyText(code.textContent);
+          button.textContent = "Copied";
+          setTimeout(() => (button.textContent = "Copy"), 1500);
+        }),
+    });
+    pre.prepend(button);
+  }
+}
+
+/** The clipboard API where the page may use it; a selection copy where it may not. */
+async function copyText(text) {
+  if (navigator.clipboard && window.isSecureContext) {
+    await navigator.clipboard.writeText(text);
+    return;
+  }
+  const area = el("textarea", { class: "offscreen" });
+  area.value = text;
+  document.body.append(area);
+  area.select();
+  const ok = document.execCommand("copy");
+  area.remove();
+  if (!ok) throw new Error("Copying was refused; select the code and press Ctrl+C.");
 }
 
 /** Scrolls the Reader to the element whose id is `anchor` and highlights it. */

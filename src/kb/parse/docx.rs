@@ -1,9 +1,11 @@
 //! Word documents (DOCX: a zip of OOXML parts, read with `zip` and `quick-xml`). Headings
 //! come from paragraph styles: a style whose built-in name is "heading N" (the name is
 //! English in every locale; the style id is not) or that carries an outline level, or an
-//! outline level on the paragraph itself; "Title" is the document's title. List
-//! paragraphs (numbered, or in a list style) start with "- ", table rows are one line each with their cells joined by
-//! " | ", and tabs and line breaks are kept.
+//! outline level on the paragraph itself; "Title" is the document's title. The body
+//! becomes the Markdown of `blocks`: list paragraphs (numbered, or in a list style) are
+//! "- " items, tables are pipe tables (the first row the header), consecutive paragraphs
+//! in a code style ("Code", "HTML Preformatted", "Source…", "Macro Text") one code
+//! block; tabs and line breaks are kept.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -12,6 +14,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 
+use super::blocks::MarkdownWriter;
 use super::{collapse_ws, heading_section, Anchors, DocKind, HeadingStack, ParsedDoc, Section};
 
 /// Largest XML part read (a zip can claim or inflate to anything).
@@ -54,12 +57,15 @@ struct Styles {
     titles: Vec<String>,
     /// List styles (numbered in the style, or named "List …").
     lists: Vec<String>,
+    /// Code styles, by name.
+    code: Vec<String>,
 }
 
 fn read_styles(styles_xml: &str) -> Styles {
     let mut levels = HashMap::new();
     let mut titles = Vec::new();
     let mut lists = Vec::new();
+    let mut code = Vec::new();
     let mut reader = Reader::from_str(styles_xml);
     let mut current: Option<String> = None;
     loop {
@@ -77,6 +83,11 @@ fn read_styles(styles_xml: &str) -> Styles {
                             titles.push(id.clone());
                         } else if name.starts_with("list") {
                             lists.push(id.clone());
+                        } else if ["code", "preformatted", "source", "macro"]
+                            .iter()
+                            .any(|w| name.contains(w))
+                        {
+                            code.push(id.clone());
                         }
                     }
                 }
@@ -105,6 +116,7 @@ fn read_styles(styles_xml: &str) -> Styles {
         levels,
         titles,
         lists,
+        code,
     }
 }
 
@@ -115,6 +127,8 @@ struct Paragraph {
     style: Option<String>,
     outline: Option<u8>,
     listed: bool,
+    /// A table row's cells.
+    cells: Option<Vec<String>>,
 }
 
 /// The body's paragraphs in order; a table row becomes one paragraph (nested tables
@@ -217,6 +231,7 @@ fn paragraphs(document_xml: &str) -> Result<Vec<Paragraph>> {
                         if !cells.is_empty() {
                             out.push(Paragraph {
                                 text: cells.join(" | "),
+                                cells: Some(cells),
                                 ..Paragraph::default()
                             });
                         }
@@ -252,6 +267,7 @@ pub fn parse(bytes: &[u8], stem: &str) -> Result<ParsedDoc> {
     });
     let mut sections: Vec<Section> = Vec::new();
     let mut preamble = String::new();
+    let mut body = Body::default();
     let mut stack = HeadingStack::default();
     let mut anchors = Anchors::default();
     let mut title_para: Option<String> = None;
@@ -269,27 +285,39 @@ pub fn parse(bytes: &[u8], stem: &str) -> Result<ParsedDoc> {
             title_para = Some(collapse_ws(text));
             continue;
         }
+        let text_of_heading = text;
         match level {
-            Some(level) => sections.push(heading_section(
-                &mut stack,
-                &mut anchors,
-                level,
-                collapse_ws(text),
-            )),
+            Some(level) => {
+                let text = std::mem::take(&mut body).finish();
+                match sections.last_mut() {
+                    Some(s) => s.text = text,
+                    None => preamble = text,
+                }
+                sections.push(heading_section(
+                    &mut stack,
+                    &mut anchors,
+                    level,
+                    collapse_ws(text_of_heading),
+                ));
+            }
             None => {
-                let body = match sections.last_mut() {
-                    Some(s) => &mut s.text,
-                    None => &mut preamble,
+                let block = if let Some(cells) = &p.cells {
+                    Block::Row(cells)
+                } else if styles.code.iter().any(|c| c == style) {
+                    Block::Code(&p.text)
+                } else if p.listed || styles.lists.iter().any(|l| l == style) {
+                    Block::Item(text)
+                } else {
+                    Block::Paragraph(text)
                 };
-                if !body.is_empty() {
-                    body.push('\n');
-                }
-                if p.listed || styles.lists.iter().any(|l| l == style) {
-                    body.push_str("- ");
-                }
-                body.push_str(text);
+                body.push(block);
             }
         }
+    }
+    let text = body.finish();
+    match sections.last_mut() {
+        Some(s) => s.text = text,
+        None => preamble = text,
     }
     let title = core_title
         .or(title_para)
@@ -314,6 +342,78 @@ pub fn parse(bytes: &[u8], stem: &str) -> Result<ParsedDoc> {
         title,
         sections,
     })
+}
+
+enum Block<'a> {
+    Paragraph(&'a str),
+    Item(&'a str),
+    Row(&'a [String]),
+    /// One line of a code block (consecutive code paragraphs are one block).
+    Code(&'a str),
+}
+
+/// A section's body as it is read, paragraph by paragraph.
+#[derive(Default)]
+struct Body {
+    md: MarkdownWriter,
+    code: Option<String>,
+    in_table: bool,
+    in_list: bool,
+}
+
+impl Body {
+    fn push(&mut self, block: Block) {
+        if !matches!(block, Block::Code(_)) {
+            if let Some(code) = self.code.take() {
+                self.md.code_block("", &code);
+            }
+        }
+        if self.in_table && !matches!(block, Block::Row(_)) {
+            self.md.table_end();
+            self.in_table = false;
+        }
+        if self.in_list && !matches!(block, Block::Item(_)) {
+            self.md.block_break();
+            self.in_list = false;
+        }
+        match block {
+            Block::Paragraph(text) => {
+                self.md.text(text);
+                self.md.block_break();
+            }
+            Block::Item(text) => {
+                if !self.in_list {
+                    self.md.block_break();
+                    self.in_list = true;
+                }
+                self.md.item_start("- ");
+                self.md.text(text);
+                self.md.item_end();
+            }
+            Block::Row(cells) => {
+                if !self.in_table {
+                    self.md.table_start();
+                    self.in_table = true;
+                }
+                for cell in cells {
+                    self.md.cell_start();
+                    self.md.text(cell);
+                    self.md.cell_end();
+                }
+                self.md.row_end();
+            }
+            Block::Code(line) => {
+                let code = self.code.get_or_insert_with(String::new);
+                code.push_str(line);
+                code.push('\n');
+            }
+        }
+    }
+
+    fn finish(mut self) -> String {
+        self.push(Block::Paragraph(""));
+        self.md.finish()
+    }
 }
 
 #[cfg(test)]
@@ -395,11 +495,11 @@ pub(crate) mod tests {
         assert_eq!(doc.sections[0].text, "Read this first.");
         assert_eq!(
             doc.sections[1].text,
-            "Check the queue & the <gateway> logs.\n- Drain traffic"
+            "Check the queue & the <gateway> logs.\n\n- Drain traffic"
         );
         assert_eq!(
             doc.sections[2].text,
-            "Run\tgatewayctl restart --grace 30s\nSetting | Value\ngrace | 30s (default)"
+            "Run\tgatewayctl restart --grace 30s\n\n| Setting | Value |\n| --- | --- |\n| grace | 30s (default) |"
         );
         assert_eq!(doc.sections[2].anchor, "commands");
     }

@@ -1,9 +1,11 @@
 //! HTML with a real parser (scraper / html5ever): h1–h6 start sections; script, style,
-//! navigation and other non-content elements are dropped.
+//! navigation and other non-content elements are dropped; blocks (paragraphs, `<pre>`
+//! code with its language, lists, tables, quotes, links) become the Markdown of `blocks`.
 
 use ego_tree::NodeRef;
 use scraper::{ElementRef, Html, Node, Selector};
 
+use super::blocks::MarkdownWriter;
 use super::{collapse_ws, heading_section, Anchors, DocKind, HeadingStack, ParsedDoc, Section};
 
 /// Elements whose content is never document text.
@@ -11,21 +13,13 @@ const SKIP: &[&str] = &[
     "script", "style", "noscript", "template", "nav", "head", "svg", "iframe", "object", "button",
     "form",
 ];
-/// Elements that break the text into blocks.
+/// Elements that break the text into blocks (paragraphs of the section's Markdown).
 const BLOCK: &[&str] = &[
     "p",
     "div",
     "section",
     "article",
     "main",
-    "li",
-    "ul",
-    "ol",
-    "tr",
-    "table",
-    "pre",
-    "blockquote",
-    "br",
     "dd",
     "dt",
     "dl",
@@ -33,31 +27,46 @@ const BLOCK: &[&str] = &[
     "footer",
     "aside",
     "figure",
+    "figcaption",
     "hr",
+    "details",
+    "summary",
 ];
+
+/// Inline elements whose text is code.
+const INLINE_CODE: &[&str] = &["code", "kbd", "samp", "tt"];
 
 /// Element nesting beyond which only text is kept (real pages nest a few dozen deep).
 const MAX_DEPTH: usize = 256;
 
 struct Walk {
     sections: Vec<Section>,
-    preamble: String,
+    /// The open section's body; text before the first heading goes to `preamble`.
+    body: MarkdownWriter,
+    preamble: Option<String>,
     stack: HeadingStack,
     anchors: Anchors,
+    /// Inside a definition list, blocks are lines, not paragraphs: a manual page's option
+    /// (`<dt>--keep-index</dt><dd><p>…</p></dd>`) stays flag line + description lines.
+    in_dl: usize,
+    /// Open lists: the next item's number, None when unordered.
+    lists: Vec<Option<u64>>,
 }
 
 impl Walk {
-    fn text(&mut self) -> &mut String {
+    fn close_section(&mut self) {
+        let text = std::mem::take(&mut self.body).finish();
         match self.sections.last_mut() {
-            Some(s) => &mut s.text,
-            None => &mut self.preamble,
+            Some(s) => s.text = text,
+            None => self.preamble = Some(text),
         }
     }
 
-    fn newline(&mut self) {
-        let t = self.text();
-        if !t.is_empty() && !t.ends_with('\n') {
-            t.push('\n');
+    fn block_break(&mut self) {
+        if self.in_dl > 0 {
+            self.body.line_break();
+        } else {
+            self.body.block_break();
         }
     }
 
@@ -71,20 +80,22 @@ impl Walk {
                 .filter(|t| !t.is_empty())
                 .collect();
             if !text.is_empty() {
-                self.newline();
-                self.text().push_str(&text.join(" "));
+                self.body.line_break();
+                self.body.text(&text.join(" "));
             }
             return;
         }
         match node.value() {
             Node::Text(t) => {
                 let s = collapse_ws(t);
+                if t.starts_with(char::is_whitespace) {
+                    self.body.space();
+                }
                 if !s.is_empty() {
-                    let out = self.text();
-                    if !out.is_empty() && !out.ends_with(['\n', ' ']) {
-                        out.push(' ');
+                    self.body.text(&s);
+                    if t.ends_with(char::is_whitespace) {
+                        self.body.space();
                     }
-                    out.push_str(&s);
                 }
             }
             Node::Element(e) => {
@@ -92,33 +103,111 @@ impl Walk {
                 if SKIP.contains(&name) {
                     return;
                 }
+                let text_of = || {
+                    ElementRef::wrap(node)
+                        .map(|el| el.text().collect::<String>())
+                        .unwrap_or_default()
+                };
                 if let Some(level) = heading_level(name) {
-                    let heading = ElementRef::wrap(node)
-                        .map(|el| collapse_ws(&el.text().collect::<String>()))
-                        .unwrap_or_default();
+                    let heading = collapse_ws(&text_of());
                     if !heading.is_empty() {
+                        self.close_section();
                         let section =
                             heading_section(&mut self.stack, &mut self.anchors, level, heading);
                         self.sections.push(section);
                     }
                     return;
                 }
-                let block = BLOCK.contains(&name);
-                if block {
-                    self.newline();
+                match name {
+                    "pre" => {
+                        // The language, as highlighters mark it: class="language-x" on
+                        // <pre> or its <code>.
+                        let lang = node
+                            .descendants()
+                            .take(2)
+                            .filter_map(|n| n.value().as_element())
+                            .flat_map(|e| e.classes())
+                            .find_map(|c| c.strip_prefix("language-").or(c.strip_prefix("lang-")))
+                            .unwrap_or_default()
+                            .to_string();
+                        self.body.code_block(&lang, &text_of());
+                        return;
+                    }
+                    n if INLINE_CODE.contains(&n) => {
+                        let code = collapse_ws(&text_of());
+                        if !code.is_empty() {
+                            self.body.inline_code(&code);
+                        }
+                        return;
+                    }
+                    "br" => {
+                        self.body.line_break();
+                        return;
+                    }
+                    _ => {}
                 }
+                self.open(name, e);
                 for child in node.children() {
                     self.visit(child, depth + 1);
                 }
-                if block {
-                    self.newline();
-                }
+                self.close(name, e);
             }
             _ => {
                 for child in node.children() {
                     self.visit(child, depth + 1);
                 }
             }
+        }
+    }
+
+    fn open(&mut self, name: &str, e: &scraper::node::Element) {
+        match name {
+            "ul" | "ol" => {
+                self.block_break();
+                let first = e.attr("start").and_then(|s| s.parse().ok()).unwrap_or(1);
+                self.lists.push((name == "ol").then_some(first));
+            }
+            "li" => {
+                let marker = match self.lists.last_mut() {
+                    Some(Some(n)) => {
+                        *n += 1;
+                        format!("{}. ", *n - 1)
+                    }
+                    _ => "- ".to_string(),
+                };
+                self.body.item_start(&marker);
+            }
+            "blockquote" => self.body.quote_start(),
+            "table" => self.body.table_start(),
+            "td" | "th" => self.body.cell_start(),
+            "a" => self.body.link_start(),
+            "dl" => {
+                self.block_break();
+                self.in_dl += 1;
+            }
+            n if BLOCK.contains(&n) => self.block_break(),
+            _ => {}
+        }
+    }
+
+    fn close(&mut self, name: &str, e: &scraper::node::Element) {
+        match name {
+            "ul" | "ol" => {
+                self.lists.pop();
+                self.block_break();
+            }
+            "li" => self.body.item_end(),
+            "blockquote" => self.body.quote_end(),
+            "table" => self.body.table_end(),
+            "td" | "th" => self.body.cell_end(),
+            "tr" => self.body.row_end(),
+            "a" => self.body.link_end(e.attr("href").unwrap_or_default()),
+            "dl" => {
+                self.in_dl -= 1;
+                self.block_break();
+            }
+            n if BLOCK.contains(&n) => self.block_break(),
+            _ => {}
         }
     }
 }
@@ -145,11 +234,15 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
         .filter(|t| !t.is_empty());
     let mut walk = Walk {
         sections: Vec::new(),
-        preamble: String::new(),
+        body: MarkdownWriter::default(),
+        preamble: None,
         stack: HeadingStack::default(),
         anchors: Anchors::default(),
+        in_dl: 0,
+        lists: Vec::new(),
     };
     walk.visit(doc.tree.root(), 0);
+    walk.close_section();
     let first_h1 = walk
         .sections
         .iter()
@@ -159,7 +252,7 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
         .clone()
         .or(first_h1)
         .unwrap_or_else(|| stem.to_string());
-    let preamble = walk.preamble.trim().to_string();
+    let preamble = walk.preamble.take().unwrap_or_default();
     let mut sections = walk.sections;
     if !preamble.is_empty() || sections.is_empty() {
         let heading = page_title.unwrap_or_else(|| stem.to_string());
@@ -174,15 +267,6 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
                 text: preamble,
             },
         );
-    }
-    for s in &mut sections {
-        s.text = s
-            .text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect::<Vec<_>>()
-            .join("\n");
     }
     ParsedDoc {
         kind: DocKind::Html,
@@ -233,7 +317,7 @@ mod tests {
             ["Incident Response", "Paging", "Escalation & Severity"]
         );
         assert_eq!(d.sections[0].text, "Stay calm.");
-        assert_eq!(d.sections[1].text, "Page the on-call\nOpen a ticket");
+        assert_eq!(d.sections[1].text, "- Page the on-call\n- Open a ticket");
         let all: String = d.sections.iter().map(|s| s.text.clone()).collect();
         assert!(!all.contains("secret") && !all.contains("color") && !all.contains("Menu"));
     }

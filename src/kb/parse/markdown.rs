@@ -1,8 +1,10 @@
 //! Markdown with pulldown-cmark: H1–H6 become sections; front matter (YAML `---` or TOML
-//! `+++`) is metadata, not content; text, code, lists and tables become plain text.
+//! `+++`) is metadata, not content; each section's blocks are rewritten as the regular
+//! Markdown of `blocks` (paragraphs on one line, fenced code, lists, tables, quotes).
 
-use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
+use super::blocks::MarkdownWriter;
 use super::{collapse_ws, heading_section, Anchors, DocKind, HeadingStack, ParsedDoc, Section};
 
 /// Block-quote nesting kept; deeper `>` markers are dropped (their text stays). The
@@ -22,11 +24,17 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
     let mut stack = HeadingStack::default();
     let mut front_title: Option<String> = None;
     let mut first_h1: Option<String> = None;
-    // Text before the first heading.
-    let mut preamble = String::new();
+    // The open section's body (text before the first heading goes to `preamble`).
+    let mut body = MarkdownWriter::default();
+    let mut preamble: Option<String> = None;
     let mut in_heading: Option<(u8, String)> = None;
     let mut in_metadata = false;
     let mut metadata = String::new();
+    // The open code block: its language and text.
+    let mut code: Option<(String, String)> = None;
+    // Open lists: the next item's number, None when unordered.
+    let mut lists: Vec<Option<u64>> = Vec::new();
+    let mut links: Vec<String> = Vec::new();
 
     for event in Parser::new_ext(source, opts) {
         match event {
@@ -45,63 +53,92 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
                     if level == 1 && first_h1.is_none() {
                         first_h1 = Some(heading.clone());
                     }
+                    let text = std::mem::take(&mut body).finish();
+                    match sections.last_mut() {
+                        Some(s) => s.text = text,
+                        None => preamble = Some(text),
+                    }
                     sections.push(heading_section(&mut stack, &mut anchors, level, heading));
                 }
             }
-            Event::Text(t) | Event::Code(t) | Event::InlineHtml(t) | Event::Html(t) => {
-                match (&mut in_heading, sections.last_mut()) {
-                    (Some((_, h)), _) => h.push_str(&t),
-                    (None, Some(s)) => s.text.push_str(&t),
-                    (None, None) => preamble.push_str(&t),
+            Event::Text(t) | Event::Code(t) if in_heading.is_some() => {
+                if let Some((_, h)) = in_heading.as_mut() {
+                    h.push_str(&t);
                 }
             }
-            // A soft break is a space in rendered Markdown: keep paragraphs on one line so
+            Event::SoftBreak | Event::HardBreak if in_heading.is_some() => {
+                if let Some((_, h)) = in_heading.as_mut() {
+                    h.push(' ');
+                }
+            }
+            Event::Start(Tag::CodeBlock(kind)) => {
+                let lang = match kind {
+                    CodeBlockKind::Fenced(info) => info.to_string(),
+                    CodeBlockKind::Indented => String::new(),
+                };
+                code = Some((lang, String::new()));
+            }
+            Event::End(TagEnd::CodeBlock) => {
+                if let Some((lang, text)) = code.take() {
+                    body.code_block(&lang, &text);
+                }
+            }
+            Event::Text(t) if code.is_some() => {
+                if let Some((_, text)) = code.as_mut() {
+                    text.push_str(&t);
+                }
+            }
+            Event::Text(t) | Event::InlineHtml(t) | Event::Html(t) => body.text(&t),
+            Event::Code(t) => body.inline_code(&t),
+            // A soft break is a space in rendered Markdown: paragraphs stay on one line so
             // sentences are not cut at the source's line wrapping.
-            Event::SoftBreak | Event::HardBreak => {
-                let sep = if in_heading.is_some() || matches!(event, Event::SoftBreak) {
-                    ' '
-                } else {
-                    '\n'
-                };
-                let target = match (&mut in_heading, sections.last_mut()) {
-                    (Some((_, h)), _) => h,
-                    (None, Some(s)) => &mut s.text,
-                    (None, None) => &mut preamble,
-                };
-                target.push(sep);
+            Event::SoftBreak => body.space(),
+            Event::HardBreak => body.line_break(),
+            Event::Start(Tag::Link { dest_url, .. }) => {
+                links.push(dest_url.to_string());
+                body.link_start();
             }
-            // Block ends separate blocks in the plain text.
-            Event::End(
-                TagEnd::Paragraph
-                | TagEnd::CodeBlock
-                | TagEnd::Item
-                | TagEnd::TableRow
-                | TagEnd::TableHead
-                | TagEnd::BlockQuote(_),
-            ) => {
-                let target = match sections.last_mut() {
-                    Some(s) => &mut s.text,
-                    None => &mut preamble,
-                };
-                if !target.ends_with('\n') {
-                    target.push('\n');
-                }
+            Event::End(TagEnd::Link) => body.link_end(&links.pop().unwrap_or_default()),
+            Event::Start(Tag::List(first)) => {
+                body.block_break();
+                lists.push(first);
             }
-            Event::End(TagEnd::TableCell) => {
-                let target = match sections.last_mut() {
-                    Some(s) => &mut s.text,
-                    None => &mut preamble,
-                };
-                target.push_str(" | ");
+            Event::End(TagEnd::List(_)) => {
+                lists.pop();
+                body.block_break();
             }
+            Event::Start(Tag::Item) => {
+                let marker = match lists.last_mut() {
+                    Some(Some(n)) => {
+                        *n += 1;
+                        format!("{}. ", *n - 1)
+                    }
+                    _ => "- ".to_string(),
+                };
+                body.item_start(&marker);
+            }
+            Event::End(TagEnd::Item) => body.item_end(),
+            Event::Start(Tag::BlockQuote(_)) => body.quote_start(),
+            Event::End(TagEnd::BlockQuote(_)) => body.quote_end(),
+            Event::Start(Tag::Table(_)) => body.table_start(),
+            Event::Start(Tag::TableCell) => body.cell_start(),
+            Event::End(TagEnd::TableCell) => body.cell_end(),
+            Event::End(TagEnd::TableHead | TagEnd::TableRow) => body.row_end(),
+            Event::End(TagEnd::Table) => body.table_end(),
+            Event::End(TagEnd::Paragraph) | Event::Rule => body.block_break(),
             _ => {}
         }
+    }
+    let text = body.finish();
+    match sections.last_mut() {
+        Some(s) => s.text = text,
+        None => preamble = Some(text),
     }
     let title = front_title
         .clone()
         .or(first_h1)
         .unwrap_or_else(|| stem.to_string());
-    let preamble = preamble.trim();
+    let preamble = preamble.unwrap_or_default();
     if !preamble.is_empty() || sections.is_empty() {
         // Text before any heading belongs to the document's title.
         let heading = front_title.unwrap_or_else(|| stem.to_string());
@@ -113,12 +150,9 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
                 heading,
                 level: 0,
                 page: None,
-                text: preamble.to_string(),
+                text: preamble,
             },
         );
-    }
-    for s in &mut sections {
-        s.text = tidy(&s.text);
     }
     ParsedDoc {
         kind: DocKind::Markdown,
@@ -199,28 +233,6 @@ fn front_matter_title(meta: &str, kind: pulldown_cmark::MetadataBlockKind) -> Op
     }
 }
 
-/// Trims lines and collapses runs of blank lines.
-fn tidy(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut blank = false;
-    for line in text.lines() {
-        let line = line.trim_end();
-        if line.trim().is_empty() {
-            blank = true;
-            continue;
-        }
-        if !out.is_empty() {
-            out.push('\n');
-            if blank {
-                out.push('\n');
-            }
-        }
-        blank = false;
-        out.push_str(line);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,7 +272,11 @@ Intro before headings.\n\n\
         assert!(certs.text.contains("certbot renew") && certs.text.contains("kubectl apply"));
         assert_eq!(d.sections[4].anchor, "security-1");
         assert_eq!(d.sections[5].path, ["Appendix"]);
-        assert!(d.sections[5].text.contains("port | 8443"));
+        assert_eq!(d.sections[5].text, "| key | value |\n| --- | --- |\n| port | 8443 |");
+        assert_eq!(
+            certs.text,
+            "Run `certbot renew`.\n\n```sh\nkubectl apply -f x.yaml\n```"
+        );
         // Front matter is metadata, not content.
         assert!(d.sections.iter().all(|s| !s.text.contains("tags:")));
         assert_eq!(d.sections[0].text, "Intro before headings.");

@@ -1,16 +1,20 @@
 //! Turning files into sections: heading text exactly as written, the heading path from
-//! the top, a stable anchor, the PDF page, and the section's plain text.
+//! the top, a stable anchor, the PDF page, and the section's body with its blocks kept.
 //!
 //! One module per format; each returns a `ParsedDoc`. Parsers never fail on content they
 //! merely do not understand (a heading-less file is one section); they fail only when the
 //! file cannot be read as its format at all (corrupt or encrypted PDF, binary data), and
 //! the ingest then skips it with that reason.
 
+mod blocks;
 mod docx;
 mod html;
 mod markdown;
 mod pdf;
 pub mod worker;
+
+pub use blocks::{code_fences, followable, visible_text};
+pub(crate) use blocks::fence_of;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -63,7 +67,8 @@ pub struct Section {
     pub anchor: String,
     /// 1-indexed PDF page; None for other formats.
     pub page: Option<u32>,
-    /// The section's plain text (without its heading).
+    /// The section's body without its heading: the regular Markdown of `blocks` for
+    /// Markdown, HTML and DOCX; the extracted text for PDF and plain text.
     pub text: String,
 }
 

@@ -171,10 +171,15 @@ fn index_options(dim: usize) -> IndexOptions {
     }
 }
 
-/// The text that is embedded for a chunk: its heading path, then its text. Headings carry
+/// The text that is embedded for a chunk: its heading path, then its text as read (the
+/// Markdown rendered: no link targets, fences or backticks). Headings carry
 /// much of a chunk's topic ("Rollbacks > Quick Rollback") that the body leaves implicit.
 pub fn embed_text(section_path: &[String], text: &str) -> String {
-    format!("{}\n{}", section_path.join(" > "), text)
+    format!(
+        "{}\n{}",
+        section_path.join(" > "),
+        crate::kb::parse::visible_text(text)
+    )
 }
 
 mod queries;
@@ -341,7 +346,9 @@ impl Store {
                     c.text,
                 ])?;
                 let key = tx.last_insert_rowid();
-                fts.execute(params![key, c.text, sections[c.section].path.join(" > ")])?;
+                // Indexed as read: link targets, fences and backticks are not words of it.
+                let words = crate::kb::parse::visible_text(&c.text);
+                fts.execute(params![key, words, sections[c.section].path.join(" > ")])?;
                 keys.push(key as u64);
             }
         }

@@ -33,7 +33,8 @@ use super::grounded::{
     candidates, evidence_listing, extractive_answer, join_sentences, CANDIDATES,
 };
 use super::reader::{self, Verdict};
-use super::shared::{gather, grounded_answer, llm_object};
+use super::shared::{gather, grounded_answer, llm_object_watched};
+use super::watch::Watch;
 use super::{AnswerMode, Pending, Report, Step};
 use crate::kb::search::Hit;
 use crate::kb::KnowledgeBase;
@@ -221,6 +222,14 @@ impl Pending for PendingNavigator {
     type Output = (NavigatorResponse, Report);
 
     fn finish(self, llm: &mut Llm) -> Result<(NavigatorResponse, Report)> {
+        self.finish_watched(llm, &mut Watch::none())
+    }
+
+    fn finish_watched(
+        self,
+        llm: &mut Llm,
+        watch: &mut Watch,
+    ) -> Result<(NavigatorResponse, Report)> {
         let PendingNavigator {
             ev,
             mode,
@@ -229,7 +238,7 @@ impl Pending for PendingNavigator {
         } = self;
         let (answer, cited) = match mode {
             AnswerMode::Reader => {
-                let reading = reader::read(llm, &ev, &mut report)?;
+                let reading = reader::read(llm, &ev, &mut report, watch)?;
                 let mut cited: Vec<(String, String)> = Vec::new();
                 for &q in &reading.quoted {
                     let h = &ev.hits[q];
@@ -250,7 +259,8 @@ impl Pending for PendingNavigator {
             // The LLM chooses sentences; their sections are the citations (exact by
             // construction, so the model's own citation guess is not needed).
             AnswerMode::Grounded => {
-                let (answer, cands) = grounded_answer(llm, &ev, "answer", SYSTEM, &mut report)?;
+                let (answer, cands) =
+                    grounded_answer(llm, &ev, "answer", SYSTEM, &mut report, watch)?;
                 let mut cited: Vec<(String, String)> = Vec::new();
                 for s in &cands {
                     let h = &ev.hits[s.hit];
@@ -273,7 +283,8 @@ impl Pending for PendingNavigator {
                     evidence_listing(&ev, &cands),
                     ev.question
                 );
-                let v = llm_object(llm, SYSTEM, &user, schema, &mut report)?;
+                let watched = ("answer", &mut *watch);
+                let v = llm_object_watched(llm, SYSTEM, &user, schema, &mut report, watched)?;
                 let answer = v["answer"].as_str().unwrap_or_default().trim().to_string();
                 let mut cited: Vec<(String, String)> = Vec::new();
                 for s in v["sources"].as_array().cloned().unwrap_or_default() {
