@@ -151,7 +151,11 @@ fn an_extractive_answer_keeps_the_command_as_a_code_block() {
     );
     // The block is fenced on lines of its own, so it renders as code.
     let block = r.answer.find("```sh").unwrap();
-    assert!(block == 0 || r.answer[..block].ends_with('\n'), "{}", r.answer);
+    assert!(
+        block == 0 || r.answer[..block].ends_with('\n'),
+        "{}",
+        r.answer
+    );
     assert!(r.answer.trim_end().ends_with("```") || r.answer.contains("```\n\n"));
 }
 

@@ -105,7 +105,12 @@ async fn ask_stream(
     request["op"] = json!("ask");
     let params = match Request::from_json(request) {
         Ok(Request::Ask(params)) => params,
-        Ok(_) => return Err(error_body("an ask request did not parse as one", "internal")),
+        Ok(_) => {
+            return Err(error_body(
+                "an ask request did not parse as one",
+                "internal",
+            ))
+        }
         Err(e) => return Err(service_error(&e)),
     };
     let cancel = Arc::new(AtomicBool::new(false));

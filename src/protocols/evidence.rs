@@ -200,7 +200,11 @@ pub fn split_sentences(text: &str) -> Vec<String> {
         fence = crate::kb::parse::fence_of(line);
         if fence.is_some() {
             // Markdown puts a blank line between a block and the line introducing it.
-            let blanks = lines.iter().rev().take_while(|l| l.trim().is_empty()).count();
+            let blanks = lines
+                .iter()
+                .rev()
+                .take_while(|l| l.trim().is_empty())
+                .count();
             let before = lines.len() - blanks;
             if before > 0 && lines[before - 1].trim_end().ends_with(':') {
                 lines.truncate(before);

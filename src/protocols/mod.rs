@@ -164,9 +164,7 @@ impl Pending for PendingAnswer {
 
     fn finish_watched(self, llm: &mut Llm, watch: &mut watch::Watch) -> Result<Answer> {
         match self {
-            PendingAnswer::Rag(p) => {
-                Answer::new(AnswerFormat::Rag, p.finish_watched(llm, watch)?)
-            }
+            PendingAnswer::Rag(p) => Answer::new(AnswerFormat::Rag, p.finish_watched(llm, watch)?),
             PendingAnswer::Navigator(p) => {
                 Answer::new(AnswerFormat::Navigator, p.finish_watched(llm, watch)?)
             }

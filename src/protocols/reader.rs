@@ -116,7 +116,12 @@ Question: How do I get one file back from last night's backup without clobbering
 {"evidence": [1], "answer": "Run bk restore --path <file> <snapshot> with --keep, so the existing file is not overwritten.", "answers_question": "yes"}"#;
 
 /// Runs the reader on the evidence and applies the rules to what it wrote.
-pub fn read(llm: &mut Llm, ev: &Evidence, report: &mut Report, watch: &mut Watch) -> Result<Reading> {
+pub fn read(
+    llm: &mut Llm,
+    ev: &Evidence,
+    report: &mut Report,
+    watch: &mut Watch,
+) -> Result<Reading> {
     let passages = passages(ev);
     let user = format!(
         "Passages:\n{}\n\nQuestion: {}",

@@ -157,7 +157,10 @@ mod tests {
         ] {
             assert!(html.contains(expected), "{expected} not in {html}");
         }
-        assert!(!html.contains("<script") && !html.contains("javascript:"), "{html}");
+        assert!(
+            !html.contains("<script") && !html.contains("javascript:"),
+            "{html}"
+        );
         assert!(!html.contains("<img") && html.contains("logo"), "{html}");
     }
 }

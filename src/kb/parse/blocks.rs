@@ -327,11 +327,7 @@ pub fn visible_text(md: &str) -> String {
                 | TagEnd::TableRow
                 | TagEnd::TableHead
                 | TagEnd::Heading(_),
-            ) => {
-                if !out.ends_with('\n') {
-                    out.push('\n');
-                }
-            }
+            ) if !out.ends_with('\n') => out.push('\n'),
             Event::End(TagEnd::TableCell) => out.push_str(" | "),
             _ => {}
         }
@@ -431,7 +427,10 @@ mod tests {
         w.link_end("rollbacks.md#undo");
         w.text(".");
         w.block_break();
-        w.code_block("bash title=x", "kubectl rollout undo deploy/web\nkubectl get pods\n");
+        w.code_block(
+            "bash title=x",
+            "kubectl rollout undo deploy/web\nkubectl get pods\n",
+        );
         w.item_start("- ");
         w.text("first");
         w.item_start("1. ");
@@ -442,7 +441,10 @@ mod tests {
         w.text("second");
         w.item_end();
         w.table_start();
-        for (i, row) in [["Flag", "Meaning"], ["--dry-run", "a|b"]].iter().enumerate() {
+        for (i, row) in [["Flag", "Meaning"], ["--dry-run", "a|b"]]
+            .iter()
+            .enumerate()
+        {
             for cell in row {
                 w.cell_start();
                 w.text(cell);

@@ -272,7 +272,10 @@ Intro before headings.\n\n\
         assert!(certs.text.contains("certbot renew") && certs.text.contains("kubectl apply"));
         assert_eq!(d.sections[4].anchor, "security-1");
         assert_eq!(d.sections[5].path, ["Appendix"]);
-        assert_eq!(d.sections[5].text, "| key | value |\n| --- | --- |\n| port | 8443 |");
+        assert_eq!(
+            d.sections[5].text,
+            "| key | value |\n| --- | --- |\n| port | 8443 |"
+        );
         assert_eq!(
             certs.text,
             "Run `certbot renew`.\n\n```sh\nkubectl apply -f x.yaml\n```"

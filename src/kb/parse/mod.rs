@@ -13,8 +13,8 @@ mod markdown;
 mod pdf;
 pub mod worker;
 
-pub use blocks::{code_fences, followable, visible_text};
 pub(crate) use blocks::fence_of;
+pub use blocks::{code_fences, followable, visible_text};
 
 use std::collections::HashMap;
 use std::path::Path;
