@@ -3,7 +3,7 @@ CARGO   ?= cargo
 SEXTANT := target/release/sextant
 SCHEMAS := navigator-response rag-response routing-decision navigate-to-section interview-turn
 
-.PHONY: all build models test e2e e2e-deps app desktop desktop-deps desktop-smoke bundle demo bench lint clean sample-pdf
+.PHONY: all build models test e2e e2e-deps ocr-deps app desktop desktop-deps desktop-smoke bundle demo bench lint clean sample-pdf
 
 all: build
 
@@ -19,7 +19,7 @@ models: build
 # Tests share the release build (candle unoptimised is unusably slow) and the real models.
 # The engine and the desktop shell build in one invocation so their shared dependencies
 # are compiled once, with one feature set.
-test: e2e-deps desktop-deps
+test: e2e-deps desktop-deps ocr-deps
 	$(CARGO) build --release --workspace
 	$(SEXTANT) models pull
 	$(CARGO) test --release --workspace
@@ -32,7 +32,7 @@ e2e: build e2e-deps
 
 # The desktop app: system libraries, the models, the sample KB in the default knowledge
 # base, then the window.
-app: desktop
+app: desktop ocr-deps
 	$(SEXTANT) models pull
 	$(SEXTANT) ingest examples/kb
 	target/release/sextant-desktop
@@ -56,6 +56,11 @@ bundle: desktop
 DESKTOP_PKGS := libwebkit2gtk-4.1-dev libxdo-dev libssl-dev librsvg2-dev build-essential file xvfb xdotool scrot
 desktop-deps:
 	@dpkg -s $(DESKTOP_PKGS) >/dev/null 2>&1 || { $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $(DESKTOP_PKGS); }
+
+# Tesseract, which reads scanned PDF pages at ingest (optional at run time: without it
+# such pages are left unread with a note naming this package).
+ocr-deps:
+	@command -v tesseract >/dev/null || { $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q tesseract-ocr; }
 
 # What the end-to-end tests need: Debian's chromium, playwright-core (npm), the openai
 # client (PyPI, in a venv under target/).

@@ -558,3 +558,67 @@ fn a_word_document_ingests_with_its_headings_lists_and_tables() {
         "{before}"
     );
 }
+
+/// `sextant` with extra environment variables.
+fn sextant_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sextant"));
+    cmd.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+/// A scanned page (an image, no text layer; scripts/ocr_fixture.py): without OCR it is
+/// ingested in part with a note naming the package, and read in full, cited by page,
+/// once Tesseract is there (`make test` installs it).
+#[test]
+fn a_scanned_pdf_page_is_read_with_tesseract_and_named_without_it() {
+    assert!(
+        Command::new("tesseract").arg("--version").output().is_ok(),
+        "Tesseract is not installed: `make test` installs it (apt install tesseract-ocr)"
+    );
+    let src = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        "tests/fixtures/ocr/scanned-page.pdf",
+        src.path().join("scanned-page.pdf"),
+    )
+    .unwrap();
+    let kb = tempfile::tempdir().unwrap();
+    let (kb_dir, src_dir) = (kb.path().to_str().unwrap(), src.path().to_str().unwrap());
+    let o = sextant_env(
+        &["ingest", "--kb", kb_dir, src_dir],
+        &[("SEXTANT_TESSERACT", "")],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("in part scanned-page.pdf: scanned page(s) 1 have no text layer")
+            && out.contains("apt install tesseract-ocr"),
+        "{out}"
+    );
+    // With Tesseract the same file is read again (it was stored as incomplete).
+    let o = sextant(&["ingest", "--kb", kb_dir, src_dir]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("1 changed") && !out.contains("in part"),
+        "{out}"
+    );
+    let o = sextant(&[
+        "search",
+        "--kb",
+        kb_dir,
+        "--json",
+        "how long to wait for the pressure to drop after stopping the pump",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let top = &v["hits"][0];
+    assert_eq!(top["file"], "scanned-page.pdf");
+    assert_eq!(top["page"], 1);
+    let text = top["text"].as_str().unwrap().to_lowercase();
+    for word in ["valve v12", "pump p3", "pressure", "drain valve"] {
+        assert!(text.contains(word), "OCR missed {word:?}: {text}");
+    }
+}

@@ -84,6 +84,9 @@ pub fn run_ingest(
         for (file, why) in &report.skipped {
             println!("  skipped {file}: {why}");
         }
+        for (file, note) in &report.notes {
+            println!("  in part {file}: {note}");
+        }
     }
     Ok(report)
 }

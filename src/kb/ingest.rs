@@ -64,6 +64,8 @@ pub struct IngestReport {
     pub unchanged: usize,
     /// (file, reason)
     pub skipped: Vec<(String, String)>,
+    /// (file, what of it was not read and why): ingested in part, read again next time.
+    pub notes: Vec<(String, String)>,
     pub chunks_embedded: usize,
     pub seconds: f64,
 }
@@ -325,12 +327,22 @@ impl IngestRun {
                 return Ok(0);
             }
         };
+        // A file read only in part (scanned pages without OCR) is stored under a hash no
+        // file has, so the next ingest reads it again: installing Tesseract is enough.
+        let hash = if parsed.notes.is_empty() {
+            work.hash.clone()
+        } else {
+            format!("{}-incomplete", work.hash)
+        };
+        for note in &parsed.notes {
+            self.report.notes.push((work.rel.clone(), note.clone()));
+        }
         let keys = kb.store.replace_document(
             &work.root,
             &work.rel,
             parsed.kind,
             &parsed.title,
-            &work.hash,
+            &hash,
             work.mtime_ns,
             work.bytes.len() as i64,
             &parsed.sections,

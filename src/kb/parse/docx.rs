@@ -339,6 +339,7 @@ pub fn parse(bytes: &[u8], stem: &str) -> Result<ParsedDoc> {
     }
     Ok(ParsedDoc {
         kind: DocKind::Docx,
+        notes: Vec::new(),
         title,
         sections,
     })

@@ -270,6 +270,7 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
     }
     ParsedDoc {
         kind: DocKind::Html,
+        notes: Vec::new(),
         title,
         sections,
     }

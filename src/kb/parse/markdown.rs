@@ -156,6 +156,7 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
     }
     ParsedDoc {
         kind: DocKind::Markdown,
+        notes: Vec::new(),
         title,
         sections,
     }

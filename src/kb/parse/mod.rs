@@ -10,6 +10,7 @@ mod blocks;
 mod docx;
 mod html;
 mod markdown;
+mod ocr;
 mod pdf;
 pub mod worker;
 
@@ -78,6 +79,10 @@ pub struct ParsedDoc {
     /// Front-matter `title`, HTML `<title>`, PDF metadata title, or the first H1.
     pub title: String,
     pub sections: Vec<Section>,
+    /// What of the file was not read, and why (scanned pages without OCR, …): the file
+    /// is ingested, and the ingest summary lists these.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// Largest file parsed, by default: beyond it a file is skipped with a warning.
@@ -133,6 +138,7 @@ fn plain_text(text: &str, path: &Path) -> ParsedDoc {
         .unwrap_or_default();
     ParsedDoc {
         kind: DocKind::Text,
+        notes: Vec::new(),
         title: name.clone(),
         sections: vec![Section {
             heading: name.clone(),

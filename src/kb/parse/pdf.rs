@@ -4,7 +4,7 @@
 
 use anyhow::{anyhow, bail, Result};
 
-use super::{collapse_ws, Anchors, DocKind, HeadingStack, ParsedDoc, Section};
+use super::{collapse_ws, ocr, Anchors, DocKind, HeadingStack, ParsedDoc, Section};
 
 pub fn parse(bytes: &[u8], stem: &str) -> Result<ParsedDoc> {
     let doc = lopdf::Document::load_mem(bytes)
@@ -16,6 +16,8 @@ pub fn parse(bytes: &[u8], stem: &str) -> Result<ParsedDoc> {
     let pages = std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem_by_pages(bytes))
         .map_err(|_| anyhow!("the PDF's text could not be extracted (malformed content)"))?
         .map_err(|e| anyhow!("the PDF's text could not be extracted: {e}"))?;
+    let mut pages = pages;
+    let notes = read_scanned_pages(&doc, &mut pages);
     let outline: Vec<(u8, String, usize)> = doc
         .get_toc()
         .map(|t| {
@@ -46,6 +48,7 @@ pub fn parse(bytes: &[u8], stem: &str) -> Result<ParsedDoc> {
             });
         }
         return Ok(ParsedDoc {
+            notes,
             kind: DocKind::Pdf,
             title,
             sections,
@@ -109,10 +112,54 @@ pub fn parse(bytes: &[u8], stem: &str) -> Result<ParsedDoc> {
         }
     }
     Ok(ParsedDoc {
+        notes,
         kind: DocKind::Pdf,
         title,
         sections,
     })
+}
+
+/// Pages without a text layer (a scanner's image) get the text OCR reads in their
+/// image. Returns notes on the pages left unread: Tesseract missing (naming the
+/// package), an image encoding it cannot be given, or its failure.
+fn read_scanned_pages(doc: &lopdf::Document, pages: &mut [String]) -> Vec<String> {
+    let ids = doc.get_pages();
+    let program = ocr::tesseract();
+    let (mut missing, mut notes) = (Vec::new(), Vec::new());
+    for (i, text) in pages.iter_mut().enumerate() {
+        if text.chars().filter(|c| c.is_alphanumeric()).count() >= 3 {
+            continue;
+        }
+        let n = i as u32 + 1;
+        let Some(&id) = ids.get(&n) else { continue };
+        let image = match ocr::page_image(doc, id) {
+            Ok(Some(image)) => image,
+            Ok(None) => continue,
+            Err(e) => {
+                notes.push(format!("page {n} is a scan not read: {e:#}"));
+                continue;
+            }
+        };
+        let Some(program) = &program else {
+            missing.push(n.to_string());
+            continue;
+        };
+        match ocr::image_text(program, &image) {
+            Ok(t) => *text = t,
+            Err(e) => notes.push(format!("page {n} is a scan not read: {e:#}")),
+        }
+    }
+    if !missing.is_empty() {
+        notes.insert(
+            0,
+            format!(
+                "scanned page(s) {} have no text layer and were not read: {}",
+                missing.join(", "),
+                ocr::INSTALL_HINT
+            ),
+        );
+    }
+    notes
 }
 
 /// Finds `heading` in `text` at or after `from`, ignoring case and whitespace
