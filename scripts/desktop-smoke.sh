@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The desktop app as a new user meets it, under Xvfb: start sextant-desktop on an empty
 # KB, wait for its window titled "Sextant" and for the UI's first call through Tauri's
-# invoke; then, with real clicks and typing (xdotool), add the sample folder (ingest runs
-# through the `ingest` command and its events), ask a question, and click the first
+# invoke; then, with real clicks and typing (xdotool), add the sample folder through the
+# system's folder chooser (ingest runs through the `ingest` command and its events), ask
+# a question (the answer streams over a channel), and click the first
 # citation through to the Reader. Each step waits for the engine call it must cause (the
 # app traces its commands with SEXTANT_DESKTOP_TRACE) and leaves a screenshot. Needs
 # `make desktop-deps` and a built sextant-desktop. Click positions are those of ui/ in
@@ -70,12 +71,30 @@ click() { xdotool mousemove --window "$WID" "$1" "$2" click 1; sleep 0.3; }
 wait_for 1 'api kb -> ok' "the Library screen to load"
 shot 01-start
 
-# Library: type the folder and press Enter; the list reloads when ingest is done.
-click 630 86
-xdotool key ctrl+a # the UI remembers the last folder; replace it
-xdotool type --delay 25 "$PWD/examples/kb"
+# Library: "Choose folder…" opens the system's folder chooser (GTK); type the folder's
+# path into it (Ctrl+L) and press Enter; the list reloads when ingest is done.
+click 285 86
+DIALOG=""
+for _ in $(seq 1 40); do
+  DIALOG=$(xdotool search --name '^Add a folder to the knowledge base$' 2>/dev/null | head -1 || true)
+  [ -n "$DIALOG" ] && break
+  sleep 0.5
+done
+[ -n "$DIALOG" ] || fail "the folder chooser did not open"
+shot 02-chooser
+# No window manager: keyboard focus follows the pointer, so keys go where it rests.
+xdotool mousemove --window "$DIALOG" 400 300
+sleep 0.3
+xdotool key ctrl+l
 sleep 0.5
+xdotool type --delay 25 "$PWD/examples/kb/"
+sleep 0.5
+# Enter opens the typed folder; with nothing selected in it, Enter again chooses it.
 xdotool key Return
+sleep 1
+shot 02-chooser-folder
+grep -q 'pick_folder -> ok' "$TMP/app.log" || xdotool key Return
+wait_for 1 'pick_folder -> ok' "the chooser to return the folder"
 wait_for 1 'ingest -> ok' "the sample folder to be ingested"
 wait_for 2 'api kb -> ok' "the document list to reload"
 shot 02-library

@@ -8,6 +8,8 @@
 //   invoke("ask_stream", {id, request, onText: Channel}) -> the ask answer; the draft's
 //                                            pieces arrive on the channel
 //   invoke("ask_stop", {id})             -> stops that answer
+//   invoke("pick_folder")                -> the folder chosen in the system's chooser, or null
+//   event "tauri://drag-drop" {paths}    -> folders dropped on the window
 //   invoke("ingest", {path})             -> progress arrives as events
 //       "ingest://progress" {done, total, file}
 //       "ingest://done"     {summary}
@@ -156,6 +158,24 @@ export async function api(method, path, body = null) {
   } catch {
     throw new Error(`${method} ${path}: the server answered something that is not JSON`);
   }
+}
+
+/** Desktop only: the system's folder chooser; resolves to the chosen path, or null. */
+export async function pickFolder() {
+  const t = tauri();
+  if (!t) throw new Error("Choosing a folder needs the desktop app; type its path here.");
+  try {
+    return await t.core.invoke("pick_folder");
+  } catch (e) {
+    throw toError(e, "the folder chooser failed");
+  }
+}
+
+/** Desktop only: `cb(paths)` when files or folders are dropped on the window. */
+export function onDrop(cb) {
+  const t = tauri();
+  if (!t || !t.event || typeof t.event.listen !== "function") return;
+  t.event.listen("tauri://drag-drop", (e) => cb((e.payload && e.payload.paths) || []));
 }
 
 /** What a stopped answer rejects with (`err.stopped` is true). */

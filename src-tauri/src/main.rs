@@ -149,6 +149,38 @@ fn ask_stop(asking: State<'_, Asking>, id: String) {
     }
 }
 
+/// The system's folder chooser (Tauri's dialog plugin); the chosen folder's path, or
+/// None when the user cancels.
+#[tauri::command]
+async fn pick_folder(app: tauri::AppHandle) -> Result<Option<String>, Value> {
+    use tauri_plugin_dialog::DialogExt;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut chooser = app
+        .dialog()
+        .file()
+        .set_title("Add a folder to the knowledge base");
+    // Start in the home folder (GTK otherwise opens on "Recent", which lists files only).
+    if let Some(home) = std::env::var_os("HOME") {
+        chooser = chooser.set_directory(home);
+    }
+    chooser.pick_folder(move |folder| {
+        let _ = tx.send(folder);
+    });
+    let picked = tauri::async_runtime::spawn_blocking(move || rx.recv().ok().flatten())
+        .await
+        .map_err(task_failed)?;
+    let path = picked
+        .and_then(|f| f.into_path().ok())
+        .map(|p| p.display().to_string());
+    if std::env::var_os("SEXTANT_DESKTOP_TRACE").is_some() {
+        eprintln!(
+            "pick_folder -> {}",
+            if path.is_some() { "ok" } else { "cancelled" }
+        );
+    }
+    Ok(path)
+}
+
 /// Ingests a folder; progress as `ingest://progress`, then `ingest://done` or
 /// `ingest://error` (the same payloads as the server's event stream).
 #[tauri::command]
@@ -223,7 +255,14 @@ fn main() {
     tauri::Builder::default()
         .manage(engine)
         .manage(Asking::default())
-        .invoke_handler(tauri::generate_handler![api, ingest, ask_stream, ask_stop])
+        .plugin(tauri_plugin_dialog::init())
+        .invoke_handler(tauri::generate_handler![
+            api,
+            ingest,
+            ask_stream,
+            ask_stop,
+            pick_folder
+        ])
         .run(tauri::generate_context!())
         .unwrap_or_else(|e| {
             eprintln!("error: the window could not start: {e}");

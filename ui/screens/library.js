@@ -1,6 +1,6 @@
 // The Library screen: add or re-index a folder with live progress, and list the documents
 // of the knowledge base.
-import { api, ingest } from "../client.js";
+import { api, inTauri, ingest, onDrop, pickFolder } from "../client.js";
 import { $, el, run, storageGet, storageSet } from "../dom.js";
 import { openReader } from "./reader.js";
 
@@ -27,17 +27,16 @@ function describeSummary(s) {
   return parts.length ? `Done: ${parts.join(", ")}.` : "Done.";
 }
 
+/** The files skipped, and those read in part (scanned pages without OCR), with why. */
 function renderSkipped(s) {
+  const item = (prefix) => (x) => {
+    const [file, why] = Array.isArray(x) ? x : [x.file ?? x.path ?? String(x), x.reason ?? ""];
+    return el("li", {}, prefix, el("code", { text: file }), why ? ` — ${why}` : "");
+  };
   const skipped = s && Array.isArray(s.skipped) ? s.skipped : [];
-  if (!skipped.length) return null;
-  return el(
-    "ul",
-    { class: "skipped" },
-    skipped.map((x) => {
-      const [file, why] = Array.isArray(x) ? x : [x.file ?? x.path ?? String(x), x.reason ?? ""];
-      return el("li", {}, el("code", { text: file }), why ? ` — ${why}` : "");
-    }),
-  );
+  const notes = s && Array.isArray(s.notes) ? s.notes : [];
+  if (!skipped.length && !notes.length) return null;
+  return el("ul", { class: "skipped" }, [...skipped.map(item("")), ...notes.map(item("in part: "))]);
 }
 
 async function ingestFolder(path) {
@@ -114,6 +113,28 @@ export function setupLibrary() {
     e.preventDefault();
     run($("sx-add-folder"), () => ingestFolder($("sx-folder").value));
   });
+  // The desktop app has the system's folder chooser and takes dropped folders.
+  if (inTauri()) {
+    const pick = $("sx-pick-folder");
+    pick.hidden = false;
+    pick.addEventListener("click", () =>
+      run(pick, async () => {
+        const path = await pickFolder();
+        if (!path) return;
+        $("sx-folder").value = path;
+        await ingestFolder(path);
+      }),
+    );
+    onDrop((paths) =>
+      run(null, async () => {
+        document.querySelector('.nav-btn[data-screen="library"]')?.click();
+        for (const path of paths) {
+          $("sx-folder").value = path;
+          await ingestFolder(path);
+        }
+      }),
+    );
+  }
   $("sx-reindex").addEventListener("click", () =>
     run($("sx-reindex"), () => {
       if (!lastFolder) throw new Error("No folder added yet: add one first.");
