@@ -14,6 +14,13 @@ fn sextant(args: &[&str]) -> Output {
         .expect("run sextant")
 }
 
+/// `sextant search --kb KB --json QUERY`, which must succeed, parsed.
+fn search_json(kb_dir: &str, query: &str) -> Value {
+    let o = sextant(&["search", "--kb", kb_dir, "--json", query]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
 }
@@ -140,15 +147,7 @@ fn ingest_then_search_json_finds_the_rollback_section_first() {
         out.contains("20 added") && out.contains("0 skipped"),
         "{out}"
     );
-    let o = sextant(&[
-        "search",
-        "--kb",
-        kb_dir,
-        "--json",
-        "how do I roll back a deployment",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = search_json(kb_dir, "how do I roll back a deployment");
     let hits = v["hits"].as_array().unwrap();
     assert_eq!(hits.len(), 5);
     let first = &hits[0];
@@ -605,15 +604,10 @@ fn a_scanned_pdf_page_is_read_with_tesseract_and_named_without_it() {
         out.contains("1 changed") && !out.contains("in part"),
         "{out}"
     );
-    let o = sextant(&[
-        "search",
-        "--kb",
+    let v = search_json(
         kb_dir,
-        "--json",
         "how long to wait for the pressure to drop after stopping the pump",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    );
     let top = &v["hits"][0];
     assert_eq!(top["file"], "scanned-page.pdf");
     assert_eq!(top["page"], 1);

@@ -391,9 +391,14 @@ async fn ask_stream(State(app): State<App>, body: Result<Bytes, BytesRejection>)
             Err(e) => send("error", Failure::from(e).body()),
         };
     });
-    Ok(Sse::new(ReceiverStream::new(rx))
+    Ok(event_stream(rx))
+}
+
+/// The server-sent events a blocking task sends on `rx`, kept alive while it works.
+fn event_stream(rx: mpsc::Receiver<Result<Event, Infallible>>) -> Response {
+    Sse::new(ReceiverStream::new(rx))
         .keep_alive(KeepAlive::default())
-        .into_response())
+        .into_response()
 }
 
 async fn ingest(State(app): State<App>, body: Result<Bytes, BytesRejection>) -> Reply {
@@ -422,9 +427,7 @@ async fn ingest(State(app): State<App>, body: Result<Bytes, BytesRejection>) -> 
             Err(e) => send("error", Failure::from(e).body()),
         }
     });
-    Ok(Sse::new(ReceiverStream::new(rx))
-        .keep_alive(KeepAlive::default())
-        .into_response())
+    Ok(event_stream(rx))
 }
 
 #[cfg(test)]
