@@ -169,7 +169,10 @@ pub fn read(
         .find(|s| quoted.contains(&s.hit) && !answer.contains(&s.text))
     {
         let h = &ev.hits[s.hit];
-        answer = format!("{answer}\n\n{} § {}: \"{}\"", h.file, h.section, s.text);
+        answer = format!(
+            "{answer}\n\n{}",
+            supporting_quote(&h.file, &h.section, &s.text)
+        );
     }
     Ok(Reading {
         verdict,
@@ -235,12 +238,51 @@ pub fn apply_rules(
     (verdict, answer, replaced)
 }
 
+/// The documentation's own words after the answer, with their source: a sentence in
+/// quotes; a unit holding a code block as a Markdown block quote, so its fences stay on
+/// lines of their own and the code renders as code.
+fn supporting_quote(file: &str, section: &str, text: &str) -> String {
+    if !text.contains("```") {
+        return format!("{file} § {section}: \"{text}\"");
+    }
+    let quoted: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if l.is_empty() {
+                ">".into()
+            } else {
+                format!("> {l}")
+            }
+        })
+        .collect();
+    format!("{file} § {section}:\n\n{}", quoted.join("\n"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const QUOTED: &str =
         "git stash\n-k, --keep-index: All changes already added to the index are left intact.";
+
+    #[test]
+    fn a_supporting_code_block_is_quoted_as_a_block() {
+        assert_eq!(
+            supporting_quote("a.md", "Undo", "Roll back."),
+            "a.md § Undo: \"Roll back.\""
+        );
+        let q = supporting_quote("a.md", "Undo", "Run:\n```sh\nkubectl rollout undo x\n```");
+        assert_eq!(
+            q,
+            "a.md § Undo:\n\n> Run:\n> ```sh\n> kubectl rollout undo x\n> ```"
+        );
+        let html = crate::service::document::markdown_html(&q);
+        assert!(
+            html.contains("<blockquote>")
+                && html.contains("<code class=\"language-sh\">kubectl rollout undo x\n</code>"),
+            "{html}"
+        );
+    }
 
     #[test]
     fn flags_not_in_the_quotes_replace_the_answer_by_the_quotes() {
