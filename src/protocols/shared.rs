@@ -65,9 +65,11 @@ pub(crate) fn llm_object_watched(
     // (server, desktop, benchmarks) keeps its KV cache and processes only what follows.
     req.reuse_kv = true;
     req.cancel = watch.cancel.clone();
+    // Only a watched call follows its JSON (the CLI's and the tests' are not watched).
+    let watching = !field.is_empty() && watch.on_answer_text.is_some();
     let mut field_text = FieldText::new(field);
     let out = generate_structured(llm, &req, &mut |piece| {
-        if !field.is_empty() {
+        if watching {
             watch.text(&field_text.push(piece));
         }
     })?;

@@ -204,9 +204,20 @@ impl Service {
 
     /// The model's part of a protocol, if its rules left one (the KB is not held here).
     fn finish<T, P: Pending<Output = T>>(&self, step: Step<T, P>) -> Result<T, ServiceError> {
+        self.finish_watched(step, &mut Watch::none())
+    }
+
+    /// `finish`, with the model's draft and cancellation going through `watch`.
+    fn finish_watched<T, P: Pending<Output = T>>(
+        &self,
+        step: Step<T, P>,
+        watch: &mut Watch,
+    ) -> Result<T, ServiceError> {
         match step {
             Step::Done(t) => Ok(t),
-            Step::NeedsLlm(p) => self.with_llm(|llm| p.finish(llm).map_err(llm_error)),
+            Step::NeedsLlm(p) => {
+                self.with_llm(|llm| p.finish_watched(llm, watch).map_err(llm_error))
+            }
         }
     }
 
@@ -291,12 +302,7 @@ impl Service {
             kb.require_chunks()?;
             prepare_ask(&kb, &req)?
         };
-        let answer = match step {
-            Step::Done(answer) => answer,
-            Step::NeedsLlm(p) => {
-                self.with_llm(|llm| p.finish_watched(llm, watch).map_err(llm_error))?
-            }
-        };
+        let answer = self.finish_watched(step, watch)?;
         let citations = document::citations(
             &self.kb(),
             answer.format,
