@@ -22,6 +22,8 @@ models: build
 test: e2e-deps desktop-deps ocr-deps
 	$(CARGO) build --release --workspace
 	$(SEXTANT) models pull
+	# The gemma3 family's reference file (tests/reference.rs), optional for users.
+	$(SEXTANT) models pull gemma-3-270m
 	$(CARGO) test --release --workspace
 	scripts/e2e.sh
 	scripts/desktop-smoke.sh

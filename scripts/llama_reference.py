@@ -10,7 +10,7 @@ llama.cpp comes from the llama-cpp-python source package, built here (about 12 m
     PATH=/tmp/lcpp/bin:$PATH CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAMA_BUILD_EXAMPLES=OFF \
       -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF" \
       /tmp/lcpp/bin/pip install --no-binary llama-cpp-python llama-cpp-python==0.3.36
-    /tmp/lcpp/bin/python scripts/llama_reference.py [MODELS_DIR]
+    /tmp/lcpp/bin/python scripts/llama_reference.py [MODELS_DIR [MODEL ...]]
 
 With --speed it records nothing and prints llama.cpp's prompt (512 tokens) and generation
 (128 tokens) speed on 2 threads, the peer figures for `sextant bench generate`.
@@ -27,6 +27,9 @@ from llama_cpp import Llama, __version__
 MODELS = {
     "smollm2-135m-instruct": "SmolLM2-135M-Instruct.Q4_1.gguf",
     "qwen2.5-coder-0.5b-instruct": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    # Optional in the manifest (`sextant models pull gemma-3-270m`): the SentencePiece
+    # vocabulary and the gemma3 block on a real file.
+    "gemma-3-270m": "gemma-3-270m-q4_k_m.gguf",
 }
 
 # Texts whose token ids are pinned (special tokens included, no BOS added).
@@ -51,6 +54,20 @@ PROMPTS = [
 ]
 STEPS = 40
 
+# Gemma's own turn markers instead of ChatML, and its BOS; plus texts that exercise the
+# SentencePiece vocabulary's user-defined pieces (newline runs, tabs, HTML tags).
+GEMMA_TOKENIZE = [t.replace("<|im_start|>", "<start_of_turn>").replace("<|im_end|>", "<end_of_turn>")
+                  for t in TOKENIZE] + [
+    "<bos>a\n\n\nb\t\tc </footer> <start_of_turn>model\n",
+    "   three leading spaces, x\u00a0y, 1e-5",
+]
+GEMMA_PROMPTS = [
+    "<bos><start_of_turn>user\nHow do I roll back a Kubernetes deployment?<end_of_turn>\n"
+    "<start_of_turn>model\n",
+    "<bos>The three primary colours are",
+    "<bos>def fibonacci(n):\n",
+]
+
 
 def sha256(path):
     h = hashlib.sha256()
@@ -61,8 +78,14 @@ def sha256(path):
 
 
 def record(name, path):
+    gemma = name.startswith("gemma")
+    texts, prompts = (GEMMA_TOKENIZE, GEMMA_PROMPTS) if gemma else (TOKENIZE, PROMPTS)
+    # Gemma's activations are large (embeddings × √640): llama.cpp's default f16 KV cache
+    # alone moves its logits by up to ~1.5, so the gemma fixture keeps the cache in f32.
+    cache = {"type_k": 0, "type_v": 0} if name.startswith("gemma") else {}
     llm = Llama(
-        model_path=path, n_ctx=1024, n_threads=2, n_batch=512, logits_all=True, verbose=False
+        model_path=path, n_ctx=1024, n_threads=2, n_batch=512, logits_all=True, verbose=False,
+        **cache,
     )
     out = {
         "model": name,
@@ -71,11 +94,11 @@ def record(name, path):
         "llama_cpp_python": __version__,
         "tokenize": [
             {"text": t, "ids": llm.tokenize(t.encode(), add_bos=False, special=True)}
-            for t in TOKENIZE
+            for t in texts
         ],
         "greedy": [],
     }
-    for prompt in PROMPTS:
+    for prompt in prompts:
         ids = llm.tokenize(prompt.encode(), add_bos=False, special=True)
         llm.reset()
         llm.eval(ids)
@@ -122,7 +145,10 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     fixtures = os.path.join(here, "..", "tests", "fixtures", "reference")
     os.makedirs(fixtures, exist_ok=True)
+    only = set(args[1:])
     for name, file in MODELS.items():
+        if only and name not in only:
+            continue
         path = os.path.join(models_dir, name, file)
         data = record(name, path)
         with open(os.path.join(fixtures, name + ".json"), "w") as f:

@@ -9,6 +9,7 @@ llama.cpp is built here. Needs the `gguf` package next to llama_cpp.
 """
 import json
 import os
+import sys
 import tempfile
 
 import gguf
@@ -18,12 +19,30 @@ from llama_cpp import Llama
 N_LAYER, N_EMBD, N_HEAD, N_KV, HEAD_DIM, N_FF, N_CTX = 2, 64, 4, 2, 32, 128, 256
 ROPE_BASE, EPS = 10000.0, 1e-6
 
-# (architecture, has q/k/v biases, has q/k norms, explicit head width)
+# What each tiny file exercises beyond the plain llama block:
+#   bias      Q/K/V biases (qwen2)
+#   qk_norm   per-head Q/K RMS norms (qwen3, gemma3)
+#   head_dim  a head width other than width / heads, written as key_length
+#   rope_freqs  Llama 3.1+ per-frequency RoPE divisors (`rope_freqs.weight`)
+#   phi3      fused attn_qkv and gate/up (`ffn_up` of 2 n_ff rows), partial rotary
+#             (rope.dimension_count), LongRoPE short/long factors and attention factor
+#   gemma3    embedding scale, post-attention and post-FFN norms, GELU gate, six layers
+#             of which every sixth is global and the others see a sliding window
 FAMILIES = [
-    ("llama", False, False, False),
-    ("qwen2", True, False, False),
-    ("qwen3", False, True, True),
+    {"arch": "llama"},
+    {"arch": "qwen2", "bias": True},
+    {"arch": "qwen3", "qk_norm": True, "head_dim": HEAD_DIM},
+    {"arch": "llama", "name": "llama3", "rope_freqs": True},
+    {"arch": "phi3", "phi3": True},
+    {"arch": "gemma3", "gemma3": True, "qk_norm": True, "head_dim": HEAD_DIM, "n_layer": 6},
 ]
+ROPE_FACTORS = {
+    "rope_freqs.weight": [1.0, 1.0, 1.5, 2.0, 4.0, 8.0, 8.0, 8.0],
+    "rope_factors_short.weight": [1.0, 1.2, 1.7, 2.5],
+    "rope_factors_long.weight": [3.0, 5.0, 9.0, 20.0],
+}
+PHI3_ROT, PHI3_ATTN_FACTOR = 8, 1.19
+GEMMA3_WINDOW, GEMMA3_ROPE_BASE = 5, 1_000_000.0
 
 TOKENS = [5, 17, 99, 42, 200, 7, 150, 33, 64, 128, 250, 3, 77, 180, 21, 90]
 
@@ -56,21 +75,37 @@ def formula(name, shape):
     return x.astype(np.float32).reshape(shape)
 
 
-def write(path, arch, bias, qk_norm, explicit_hd):
-    hd = HEAD_DIM if explicit_hd else N_EMBD // N_HEAD
+def factor_names(fam):
+    if fam.get("rope_freqs"):
+        return ["rope_freqs.weight"]
+    if fam.get("phi3"):
+        return ["rope_factors_long.weight", "rope_factors_short.weight"]
+    return []
+
+
+def write(path, fam):
+    arch = fam["arch"]
+    n_layer = fam.get("n_layer", N_LAYER)
+    hd = fam.get("head_dim", N_EMBD // N_HEAD)
     toks, types, merges = vocab()
     w = gguf.GGUFWriter(path, arch)
-    w.add_block_count(N_LAYER)
+    w.add_block_count(n_layer)
     w.add_context_length(N_CTX)
     w.add_embedding_length(N_EMBD)
     w.add_feed_forward_length(N_FF)
     w.add_head_count(N_HEAD)
     w.add_head_count_kv(N_KV)
-    if explicit_hd:
+    if "head_dim" in fam:
         w.add_key_length(hd)
         w.add_value_length(hd)
-    w.add_rope_freq_base(ROPE_BASE)
+    w.add_rope_freq_base(GEMMA3_ROPE_BASE if fam.get("gemma3") else ROPE_BASE)
     w.add_layer_norm_rms_eps(EPS)
+    if fam.get("phi3"):
+        w.add_rope_dimension_count(PHI3_ROT)
+        w.add_rope_scaling_attn_factors(PHI3_ATTN_FACTOR)
+        w.add_rope_scaling_orig_ctx_len(N_CTX)
+    if fam.get("gemma3"):
+        w.add_sliding_window(GEMMA3_WINDOW)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("qwen2")
     w.add_token_list(toks)
@@ -79,43 +114,61 @@ def write(path, arch, bias, qk_norm, explicit_hd):
     w.add_eos_token_id(2)
     w.add_bos_token_id(0)
     tensors = {"token_embd.weight": (len(toks), N_EMBD), "output_norm.weight": (N_EMBD,)}
-    for i in range(N_LAYER):
+    for i in range(n_layer):
         p = f"blk.{i}."
         tensors.update({
             p + "attn_norm.weight": (N_EMBD,),
-            p + "attn_q.weight": (N_HEAD * hd, N_EMBD),
-            p + "attn_k.weight": (N_KV * hd, N_EMBD),
-            p + "attn_v.weight": (N_KV * hd, N_EMBD),
             p + "attn_output.weight": (N_EMBD, N_HEAD * hd),
             p + "ffn_norm.weight": (N_EMBD,),
-            p + "ffn_gate.weight": (N_FF, N_EMBD),
-            p + "ffn_up.weight": (N_FF, N_EMBD),
             p + "ffn_down.weight": (N_EMBD, N_FF),
         })
-        if bias:
+        if fam.get("phi3"):
+            tensors[p + "attn_qkv.weight"] = ((N_HEAD + 2 * N_KV) * hd, N_EMBD)
+            tensors[p + "ffn_up.weight"] = (2 * N_FF, N_EMBD)
+        else:
+            tensors.update({
+                p + "attn_q.weight": (N_HEAD * hd, N_EMBD),
+                p + "attn_k.weight": (N_KV * hd, N_EMBD),
+                p + "attn_v.weight": (N_KV * hd, N_EMBD),
+                p + "ffn_gate.weight": (N_FF, N_EMBD),
+                p + "ffn_up.weight": (N_FF, N_EMBD),
+            })
+        if fam.get("bias"):
             tensors.update({
                 p + "attn_q.bias": (N_HEAD * hd,),
                 p + "attn_k.bias": (N_KV * hd,),
                 p + "attn_v.bias": (N_KV * hd,),
             })
-        if qk_norm:
+        if fam.get("qk_norm"):
             tensors.update({p + "attn_q_norm.weight": (hd,), p + "attn_k_norm.weight": (hd,)})
+        if fam.get("gemma3"):
+            tensors.update({
+                p + "post_attention_norm.weight": (N_EMBD,),
+                p + "post_ffw_norm.weight": (N_EMBD,),
+            })
     for name, shape in tensors.items():
         w.add_tensor(name, formula(name, shape))
+    for name in factor_names(fam):
+        w.add_tensor(name, np.array(ROPE_FACTORS[name], dtype=np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    return len(toks), hd
+    return len(toks), hd, n_layer
 
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     out_dir = os.path.join(here, "..", "tests", "fixtures", "reference")
-    for arch, bias, qk_norm, explicit_hd in FAMILIES:
+    only = set(sys.argv[1:])
+    for fam in FAMILIES:
+        arch = fam["arch"]
+        name = fam.get("name", arch)
+        if only and name not in only:
+            continue
         with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, f"tiny-{arch}.gguf")
-            n_vocab, hd = write(path, arch, bias, qk_norm, explicit_hd)
+            path = os.path.join(tmp, f"tiny-{name}.gguf")
+            n_vocab, hd, n_layer = write(path, fam)
             # f32 KV cache (type 0): the default f16 cache alone moves these logits by ~1e-3.
             llm = Llama(model_path=path, n_ctx=N_CTX, n_threads=2, logits_all=True,
                         type_k=0, type_v=0, verbose=False)
@@ -125,16 +178,23 @@ def main():
             ]
         data = {
             "architecture": arch,
-            "config": {"n_layer": N_LAYER, "n_embd": N_EMBD, "n_head": N_HEAD,
+            "config": {"n_layer": n_layer, "n_embd": N_EMBD, "n_head": N_HEAD,
                        "n_kv_head": N_KV, "head_dim": hd, "n_ff": N_FF, "n_vocab": n_vocab,
-                       "n_ctx": N_CTX, "rope_base": ROPE_BASE, "rms_eps": EPS},
+                       "n_ctx": N_CTX, "rms_eps": EPS,
+                       "rope_base": GEMMA3_ROPE_BASE if fam.get("gemma3") else ROPE_BASE,
+                       "n_rot": PHI3_ROT if fam.get("phi3") else hd,
+                       "rope_attn_factor": PHI3_ATTN_FACTOR if fam.get("phi3") else 1.0,
+                       "sliding_window": GEMMA3_WINDOW if fam.get("gemma3") else 0},
+            # The RoPE factors the file holds (the Rust side computes the other weights
+            # from the formula; these are data).
+            "rope_factors": {k: ROPE_FACTORS[k] for k in factor_names(fam)},
             "tokens": TOKENS,
             "logits": logits,
         }
-        with open(os.path.join(out_dir, f"tiny-{arch}.json"), "w") as f:
+        with open(os.path.join(out_dir, f"tiny-{name}.json"), "w") as f:
             json.dump(data, f)
             f.write("\n")
-        print(arch, "recorded", n_vocab, "tokens")
+        print(name, "recorded", n_vocab, "tokens")
 
 
 if __name__ == "__main__":

@@ -404,8 +404,9 @@ mod tests {
     }
 
     /// The same property for each model family's block (Q/K/V biases and NeoX RoPE for
-    /// qwen2, per-head Q/K norms for qwen3): fewer seeds, as the decoding loop and the
-    /// grammar are shared.
+    /// qwen2, per-head Q/K norms for qwen3, fused projections for phi3, post-norms, GELU and
+    /// a sliding window for gemma3): fewer seeds, as the decoding loop and the grammar are
+    /// shared.
     #[test]
     fn every_family_s_random_model_gives_valid_objects() {
         use crate::llm::decoder::Variant;
@@ -413,7 +414,12 @@ mod tests {
             chars_per_token: 0.25,
             ..Bounds::default()
         };
-        for (architecture, variant) in [("qwen2", Variant::QWEN2), ("qwen3", Variant::QWEN3)] {
+        for (architecture, variant) in [
+            ("qwen2", Variant::QWEN2),
+            ("qwen3", Variant::QWEN3),
+            ("phi3", Variant::PHI3),
+            ("gemma3", Variant::GEMMA3),
+        ] {
             let mut llm = crate::llm::tiny::tiny_llm_of(17, architecture, variant).unwrap();
             for s in &BUILTIN {
                 let validator = jsonschema::validator_for(&s.schema()).unwrap();

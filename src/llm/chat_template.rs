@@ -24,6 +24,19 @@ impl Message {
 /// Used when a GGUF file carries no template: ChatML, which SmolLM2 and Qwen2 use.
 pub const CHATML: &str = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 
+/// Gemma's turn format (a base Gemma file carries no template; ChatML's markers are not
+/// tokens of its vocabulary). A system message goes before the first user turn, as
+/// Gemma's own template does.
+pub const GEMMA: &str = "{{ bos_token }}{% set sys = namespace(text='') %}{% for message in messages %}{% if message['role'] == 'system' %}{% set sys.text = message['content'] + '\n\n' %}{% else %}{{ '<start_of_turn>' + ('model' if message['role'] == 'assistant' else message['role']) + '\n' + sys.text + message['content'] + '<end_of_turn>\n' }}{% set sys.text = '' %}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %}";
+
+/// The template to use when a file has none: its family's own turn format.
+pub fn fallback_for(architecture: &str) -> &'static str {
+    match architecture {
+        "gemma3" => GEMMA,
+        _ => CHATML,
+    }
+}
+
 pub struct ChatTemplate {
     env: Environment<'static>,
     bos_token: String,
@@ -62,6 +75,24 @@ impl ChatTemplate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gemma_fallback_writes_gemma_turns() {
+        let t = ChatTemplate::new(fallback_for("gemma3"), "<bos>", "<eos>").unwrap();
+        let text = t
+            .render(
+                &[
+                    Message::new("system", "Be brief."),
+                    Message::new("user", "Hi"),
+                ],
+                true,
+            )
+            .unwrap();
+        assert_eq!(
+            text,
+            "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\n"
+        );
+    }
 
     #[test]
     fn chatml_fallback_renders_roles_and_generation_prompt() {

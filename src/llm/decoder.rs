@@ -1,6 +1,7 @@
 //! The decoder block the model families share: pre-norm attention with grouped-query heads
 //! and RoPE, then a gated MLP. A family (`llama`, `qwen2`, …) is a `DecoderConfig` read
-//! from its GGUF keys plus a `Variant` of the few places families differ.
+//! from its GGUF keys plus a `Variant` of the few places families differ (both in
+//! `config`); positions (RoPE tables, masks) are in `positions`.
 //!
 //! Why our own forward pass instead of candle-transformers' models: decode speed on a
 //! 2-core CPU. This one
@@ -15,128 +16,23 @@
 //!   memory budget.
 
 use anyhow::{bail, Context, Result};
-use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{DType, Device, Tensor};
 use rayon::prelude::*;
 
+pub use super::config::{Activation, DecoderConfig, RopeStyle, SlidingWindow, Variant};
 use super::gguf::GgufFile;
+use super::positions::{causal_mask, RopeTables};
 use super::weights::{
     GgufWeights, Linear, TokenEmbedding, WeightReport, WeightSource, PREFILL_F32_BUDGET,
 };
 use super::{CausalLm, LoadOptions};
 
-/// How a family applies rotary position embeddings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RopeStyle {
-    /// Pairs of adjacent dimensions (llama: the GGUF converter permutes Q/K rows for it).
-    Interleaved,
-    /// The first half of the head against the second (GPT-NeoX; qwen2).
-    Neox,
-}
-
-/// Where families differ within the shared block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Variant {
-    /// Q, K and V projections carry biases (qwen2).
-    pub qkv_bias: bool,
-    /// Each head's queries and keys are RMS-normalised before RoPE (qwen3).
-    pub qk_norm: bool,
-    pub rope: RopeStyle,
-}
-
-impl Variant {
-    pub const LLAMA: Variant = Variant {
-        qkv_bias: false,
-        qk_norm: false,
-        rope: RopeStyle::Interleaved,
-    };
-    pub const QWEN2: Variant = Variant {
-        qkv_bias: true,
-        qk_norm: false,
-        rope: RopeStyle::Neox,
-    };
-    pub const QWEN3: Variant = Variant {
-        qkv_bias: false,
-        qk_norm: true,
-        rope: RopeStyle::Neox,
-    };
-}
-
-#[derive(Debug, Clone)]
-pub struct DecoderConfig {
-    pub n_layer: usize,
-    pub n_embd: usize,
-    pub n_head: usize,
-    pub n_kv_head: usize,
-    /// Width of one attention head; `n_embd / n_head` unless the file says otherwise
-    /// (qwen3: 128 with a width of 1024 and 16 heads).
-    pub head_dim: usize,
-    pub n_ff: usize,
-    pub n_vocab: usize,
-    pub n_ctx: usize,
-    pub rope_base: f32,
-    pub rms_eps: f64,
-    pub variant: Variant,
-}
-
-impl DecoderConfig {
-    pub fn head_dim(&self) -> usize {
-        self.head_dim
-    }
-
-    /// Reads the `<arch>.*` hyper-parameters every family of this block has.
-    pub fn from_gguf(g: &GgufFile, variant: Variant) -> Result<Self> {
-        let arch = g.architecture()?;
-        let key = |k: &str| format!("{arch}.{k}");
-        let n_vocab = match g.get("tokenizer.ggml.tokens") {
-            Some(v) => v.to_vec()?.len(),
-            None => g.u32(&key("vocab_size"))? as usize,
-        };
-        if g.has_tensor("rope_freqs.weight") {
-            // Llama 3.1/3.2's rotary frequency factors: not applied yet (a first attempt
-            // did not match llama.cpp on a tiny reference file), so say so.
-            tracing::warn!(
-                "{}: rope_freqs (Llama 3.1+ RoPE scaling factors) are not applied yet; this \
-                 model's output will differ from llama.cpp's",
-                g.path.display()
-            );
-        }
-        let n_embd = g.u32(&key("embedding_length"))? as usize;
-        let n_head = g.u32(&key("attention.head_count"))? as usize;
-        Ok(DecoderConfig {
-            n_layer: g.u32(&key("block_count"))? as usize,
-            n_embd,
-            n_head,
-            head_dim: g
-                .u32(&key("attention.key_length"))
-                .map(|k| k as usize)
-                .unwrap_or(n_embd / n_head.max(1)),
-            n_kv_head: g
-                .u32(&key("attention.head_count_kv"))
-                .or_else(|_| g.u32(&key("attention.head_count")))? as usize,
-            n_ff: g.u32(&key("feed_forward_length"))? as usize,
-            n_vocab,
-            n_ctx: g.u32(&key("context_length")).unwrap_or(2048) as usize,
-            rope_base: g.f32(&key("rope.freq_base")).unwrap_or(10_000.0),
-            rms_eps: g
-                .f32(&key("attention.layer_norm_rms_epsilon"))
-                .unwrap_or(1e-5) as f64,
-            variant,
-        })
-    }
-
-    /// Parameters of the linear layers (what f32 prompt copies would cost, ×4 bytes).
-    fn linear_params(&self) -> usize {
-        let hd = self.head_dim();
-        let attn =
-            (self.n_head + 2 * self.n_kv_head) * hd * self.n_embd + self.n_embd * self.n_embd;
-        let mlp = 3 * self.n_ff * self.n_embd;
-        self.n_layer * (attn + mlp)
-    }
-}
-
 struct Layer {
+    /// Sees only the sliding window (and uses the local RoPE tables).
+    local: bool,
     attn_norm: Tensor,
+    /// gemma3's norms of the attention and MLP outputs.
+    post_norms: Option<(Tensor, Tensor)>,
     /// Per-head Q and K norms (`Variant::qk_norm`), `(head_dim,)`.
     qk_norm: Option<(Tensor, Tensor)>,
     wqkv: Linear,
@@ -159,8 +55,9 @@ pub struct Decoder {
     layers: Vec<Layer>,
     out_norm: Tensor,
     output: Linear,
-    cos: Tensor,
-    sin: Tensor,
+    rope: RopeTables,
+    /// The sliding-window layers' tables (gemma3), when their base differs.
+    rope_local: Option<RopeTables>,
     cache: Vec<KvCache>,
     cache_capacity: usize,
     /// Tokens currently in the cache.
@@ -168,57 +65,6 @@ pub struct Decoder {
     /// Their ids (what prefix reuse compares a new prompt against).
     cached_ids: Vec<u32>,
     report: WeightReport,
-}
-
-/// Seeded random weights of a config's shapes (tests of the decoding loop: fast, and every
-/// output must still satisfy the grammar).
-struct RandomWeights {
-    cfg: DecoderConfig,
-    seed: u64,
-    device: Device,
-}
-
-impl WeightSource for RandomWeights {
-    fn get(&self, name: &str) -> Result<Tensor> {
-        use rand::{Rng, SeedableRng};
-        // Each tensor has its own stream, so the result does not depend on load order.
-        let name_hash = name.bytes().fold(0xcbf29ce484222325u64, |h, b| {
-            (h ^ b as u64).wrapping_mul(0x100000001b3)
-        });
-        let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed ^ name_hash);
-        let c = &self.cfg;
-        let kv = c.n_kv_head * c.head_dim();
-        let q = c.n_head * c.head_dim();
-        let (stem, kind) = name.rsplit_once('.').unwrap_or((name, ""));
-        let dims: Vec<usize> = match (stem, kind) {
-            (n, _) if n.ends_with("attn_q_norm") || n.ends_with("attn_k_norm") => {
-                vec![c.head_dim()]
-            }
-            (n, _) if n.ends_with("norm") => vec![c.n_embd],
-            (n, "bias") if n.ends_with("attn_q") => vec![q],
-            (n, "bias") if n.ends_with("attn_k") || n.ends_with("attn_v") => vec![kv],
-            (n, _) if n.ends_with("attn_q") => vec![q, c.n_embd],
-            (n, _) if n.ends_with("attn_output") => vec![c.n_embd, q],
-            (n, _) if n.ends_with("attn_k") || n.ends_with("attn_v") => vec![kv, c.n_embd],
-            (n, _) if n.ends_with("ffn_gate") || n.ends_with("ffn_up") => vec![c.n_ff, c.n_embd],
-            (n, _) if n.ends_with("ffn_down") => vec![c.n_embd, c.n_ff],
-            ("token_embd", _) => vec![c.n_vocab, c.n_embd],
-            (other, _) => bail!("random decoder: unknown tensor {other}"),
-        };
-        let n: usize = dims.iter().product();
-        let data: Vec<f32> = if name.contains("norm") {
-            vec![1.0; n]
-        } else {
-            (0..n).map(|_| rng.random_range(-0.5f32..0.5)).collect()
-        };
-        Ok(Tensor::from_vec(data, dims, &self.device)?)
-    }
-    fn quantized(&self, name: &str) -> Result<QTensor> {
-        Ok(QTensor::quantize(&self.get(name)?, GgmlDType::F32)?)
-    }
-    fn has(&self, name: &str) -> bool {
-        name != "output.weight"
-    }
 }
 
 impl Decoder {
@@ -241,15 +87,6 @@ impl Decoder {
         Ok(model)
     }
 
-    pub fn random(cfg: DecoderConfig, seed: u64, opts: &LoadOptions) -> Result<Self> {
-        let src = RandomWeights {
-            cfg: cfg.clone(),
-            seed,
-            device: Device::Cpu,
-        };
-        Self::build(cfg, &src, opts, &Device::Cpu)
-    }
-
     pub(crate) fn build(
         cfg: DecoderConfig,
         src: &dyn WeightSource,
@@ -261,6 +98,8 @@ impl Decoder {
             || cfg.n_kv_head == 0
             || !cfg.n_head.is_multiple_of(cfg.n_kv_head)
             || !hd.is_multiple_of(2)
+            || cfg.n_rot > hd
+            || !cfg.n_rot.is_multiple_of(2)
         {
             bail!("unsupported head layout: {cfg:?}");
         }
@@ -280,24 +119,32 @@ impl Decoder {
                     let names: Vec<String> = names.iter().map(|n| p(n)).collect();
                     Linear::load(src, &names, bias, opts, prefill_f32, device, &mut r)
                 };
-                let wqkv = lin(&["attn_q", "attn_k", "attn_v"], bias)?;
-                let wo = lin(&["attn_output"], false)?;
-                let w_gate_up = lin(&["ffn_gate", "ffn_up"], false)?;
-                let w_down = lin(&["ffn_down"], false)?;
-                let qk_norm = if cfg.variant.qk_norm {
-                    Some((
-                        src.get(&format!("{}.weight", p("attn_q_norm")))?,
-                        src.get(&format!("{}.weight", p("attn_k_norm")))?,
-                    ))
+                let (wqkv, w_gate_up) = if cfg.variant.fused {
+                    (lin(&["attn_qkv"], bias)?, lin(&["ffn_up"], false)?)
                 } else {
-                    None
+                    (
+                        lin(&["attn_q", "attn_k", "attn_v"], bias)?,
+                        lin(&["ffn_gate", "ffn_up"], false)?,
+                    )
+                };
+                let wo = lin(&["attn_output"], false)?;
+                let w_down = lin(&["ffn_down"], false)?;
+                let norm = |n: &str| src.get(&format!("{}.weight", p(n)));
+                let pair = |on: bool, a: &str, b: &str| -> Result<Option<(Tensor, Tensor)>> {
+                    Ok(if on { Some((norm(a)?, norm(b)?)) } else { None })
                 };
                 let layer = Layer {
-                    qk_norm,
-                    attn_norm: src.get(&format!("{}.weight", p("attn_norm")))?,
+                    local: cfg.is_local(i),
+                    qk_norm: pair(cfg.variant.qk_norm, "attn_q_norm", "attn_k_norm")?,
+                    post_norms: pair(
+                        cfg.variant.gemma_norms,
+                        "post_attention_norm",
+                        "post_ffw_norm",
+                    )?,
+                    attn_norm: norm("attn_norm")?,
                     wqkv,
                     wo,
-                    ffn_norm: src.get(&format!("{}.weight", p("ffn_norm")))?,
+                    ffn_norm: norm("ffn_norm")?,
                     w_gate_up,
                     w_down,
                 };
@@ -325,7 +172,11 @@ impl Decoder {
             &mut report,
         )?;
 
-        let (cos, sin) = rope_tables(&cfg, device)?;
+        let rope = RopeTables::new(&cfg.rope_of(false), cfg.n_ctx, device)?;
+        let rope_local = match &cfg.sliding_window {
+            Some(_) => Some(RopeTables::new(&cfg.rope_of(true), cfg.n_ctx, device)?),
+            None => None,
+        };
         let mut m = Decoder {
             cfg,
             device: device.clone(),
@@ -333,8 +184,8 @@ impl Decoder {
             layers,
             out_norm,
             output,
-            cos,
-            sin,
+            rope,
+            rope_local,
             cache: Vec::new(),
             cache_capacity: 0,
             cached: 0,
@@ -381,13 +232,6 @@ impl Decoder {
         Ok(())
     }
 
-    fn rope(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
-        Ok(match self.cfg.variant.rope {
-            RopeStyle::Interleaved => candle_nn::rotary_emb::rope_i(x, cos, sin)?,
-            RopeStyle::Neox => candle_nn::rotary_emb::rope(x, cos, sin)?,
-        })
-    }
-
     fn forward_inner(&mut self, tokens: &[u32], pos: usize) -> Result<Tensor> {
         let c = &self.cfg;
         let (seq, hd, nh, nkv) = (tokens.len(), c.head_dim(), c.n_head, c.n_kv_head);
@@ -395,15 +239,33 @@ impl Decoder {
         let eps = c.rms_eps as f32;
         let total = pos + seq;
         let mut x = self.tok_embd.lookup(tokens)?; // (seq, embd)
-        let cos = self.cos.narrow(0, pos, seq)?;
-        let sin = self.sin.narrow(0, pos, seq)?;
-        let mask = if seq > 1 {
-            Some(causal_mask(seq, pos, n_rep, &self.device)?)
+        if c.variant.gemma_norms {
+            x = (x * (c.n_embd as f64).sqrt())?;
+        }
+        let rows = self.rope.at(pos, seq)?;
+        let rows_local = match &self.rope_local {
+            Some(t) => Some(t.at(pos, seq)?),
+            None => None,
+        };
+        let window = c.sliding_window.as_ref().map(|w| w.window);
+        let mask = |window: Option<usize>| -> Result<Option<Tensor>> {
+            Ok(if seq > 1 {
+                Some(causal_mask(seq, pos, n_rep, window, &self.device)?)
+            } else {
+                None
+            })
+        };
+        let mask_global = mask(None)?;
+        let mask_local = if window.is_some() {
+            mask(window)?
         } else {
             None
         };
-        let scale = 1.0 / (hd as f64).sqrt();
         for (layer, kv) in self.layers.iter().zip(self.cache.iter()) {
+            let (rope, (cos, sin)) = match (&self.rope_local, &rows_local, layer.local) {
+                (Some(t), Some(r), true) => (t, r),
+                _ => (&self.rope, &rows),
+            };
             let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, eps)?;
             let qkv = layer.wqkv.forward(&h)?; // (seq, (nh + 2 nkv) hd)
             let heads = |start: usize, n: usize| -> Result<Tensor> {
@@ -420,17 +282,24 @@ impl Decoder {
             }
             let (q, k) = (q.unsqueeze(0)?, k.unsqueeze(0)?);
             let v = heads((nh + nkv) * hd, nkv)?;
-            let q = self.rope(&q, &cos, &sin)?.squeeze(0)?;
-            let k = self.rope(&k, &cos, &sin)?.squeeze(0)?;
+            let q = rope.apply(&q, cos, sin)?.squeeze(0)?;
+            let k = rope.apply(&k, cos, sin)?.squeeze(0)?;
             kv.k.slice_set(&k, 1, pos)?;
             kv.v.slice_set(&v, 1, pos)?;
-            let keys = kv.k.narrow(1, 0, total)?; // (nkv, total, hd)
-            let values = kv.v.narrow(1, 0, total)?;
+            // One new token on a sliding-window layer attends to the window's keys only;
+            // a prompt's queries get the window in their mask.
+            let (first, mask) = match (layer.local, window) {
+                (true, Some(w)) if seq == 1 => (total.saturating_sub(w), None),
+                (true, Some(_)) => (0, mask_local.as_ref()),
+                _ => (0, mask_global.as_ref()),
+            };
+            let keys = kv.k.narrow(1, first, total - first)?; // (nkv, seen, hd)
+            let values = kv.v.narrow(1, first, total - first)?;
             // Heads h = g * n_rep + r share KV head g: regroup queries as
             // (nkv, n_rep * seq, hd) so one batched matmul per KV head covers them.
             let qg = q.reshape((nkv, n_rep * seq, hd))?;
-            let mut att = (qg.matmul(&keys.t()?)? * scale)?;
-            if let Some(mask) = &mask {
+            let mut att = (qg.matmul(&keys.t()?)? * c.attn_scale)?;
+            if let Some(mask) = mask {
                 att = att.broadcast_add(mask)?;
             }
             let att = candle_nn::ops::softmax_last_dim(&att)?;
@@ -439,46 +308,29 @@ impl Decoder {
                 .reshape((nh, seq, hd))?
                 .transpose(0, 1)?
                 .reshape((seq, nh * hd))?;
-            x = (x + layer.wo.forward(&y)?)?;
+            let mut attn_out = layer.wo.forward(&y)?;
+            if let Some((post_attn, _)) = &layer.post_norms {
+                attn_out = candle_nn::ops::rms_norm(&attn_out, post_attn, eps)?;
+            }
+            x = (x + attn_out)?;
             let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, eps)?;
             let gu = layer.w_gate_up.forward(&h)?;
             let ff = gu.dim(1)? / 2;
-            let a = (candle_nn::ops::silu(&gu.narrow(1, 0, ff)?)? * gu.narrow(1, ff, ff)?)?;
-            x = (x + layer.w_down.forward(&a)?)?;
+            let gate = gu.narrow(1, 0, ff)?;
+            let gate = match c.variant.activation {
+                Activation::Silu => candle_nn::ops::silu(&gate)?,
+                Activation::Gelu => gate.gelu()?,
+            };
+            let mut ffn_out = layer.w_down.forward(&(gate * gu.narrow(1, ff, ff)?)?)?;
+            if let Some((_, post_ffn)) = &layer.post_norms {
+                ffn_out = candle_nn::ops::rms_norm(&ffn_out, post_ffn, eps)?;
+            }
+            x = (x + ffn_out)?;
         }
         let last = x.narrow(0, seq - 1, 1)?;
         let h = candle_nn::ops::rms_norm(&last, &self.out_norm, eps)?;
         Ok(self.output.forward(&h)?.squeeze(0)?)
     }
-}
-
-fn rope_tables(cfg: &DecoderConfig, device: &Device) -> Result<(Tensor, Tensor)> {
-    let hd = cfg.head_dim();
-    let inv: Vec<f32> = (0..hd / 2)
-        .map(|i| 1.0 / cfg.rope_base.powf(2.0 * i as f32 / hd as f32))
-        .collect();
-    let n = cfg.n_ctx;
-    let inv = Tensor::from_vec(inv, (1, hd / 2), device)?;
-    let t = Tensor::arange(0u32, n as u32, device)?
-        .to_dtype(DType::F32)?
-        .reshape((n, 1))?;
-    let freqs = t.broadcast_mul(&inv)?;
-    Ok((freqs.cos()?, freqs.sin()?))
-}
-
-/// Additive mask for `seq` new tokens after `pos` cached ones, repeated for the `n_rep`
-/// query heads that share a KV head: `(n_rep * seq, pos + seq)`.
-fn causal_mask(seq: usize, pos: usize, n_rep: usize, device: &Device) -> Result<Tensor> {
-    let total = pos + seq;
-    let mut m = Vec::with_capacity(n_rep * seq * total);
-    for _ in 0..n_rep {
-        for i in 0..seq {
-            for j in 0..total {
-                m.push(if j > pos + i { f32::NEG_INFINITY } else { 0.0 });
-            }
-        }
-    }
-    Ok(Tensor::from_vec(m, (n_rep * seq, total), device)?)
 }
 
 impl CausalLm for Decoder {
@@ -538,6 +390,7 @@ impl CausalLm for Decoder {
 mod tests {
     use super::*;
     use crate::llm::tiny::{tiny_config, tiny_decoder};
+    use candle_core::quantized::GgmlDType;
 
     fn max_diff(a: &[f32], b: &[f32]) -> f32 {
         a.iter()
@@ -556,7 +409,13 @@ mod tests {
 
     #[test]
     fn one_forward_over_the_prompt_matches_token_by_token_decoding() {
-        for variant in [Variant::LLAMA, Variant::QWEN2, Variant::QWEN3] {
+        for variant in [
+            Variant::LLAMA,
+            Variant::QWEN2,
+            Variant::QWEN3,
+            Variant::PHI3,
+            Variant::GEMMA3,
+        ] {
             let mut m = tiny_decoder(3, variant, &exact()).unwrap();
             let toks: Vec<u32> = (0..20).map(|i| (i * 7 % 250) as u32 + 3).collect();
             let all = m.forward(&toks, 0).unwrap();
@@ -591,9 +450,8 @@ mod tests {
             .forward(&toks, 0)
             .unwrap();
         let neox_no_bias = Variant {
-            qkv_bias: false,
-            qk_norm: false,
             rope: RopeStyle::Neox,
+            ..Variant::LLAMA
         };
         let b = tiny_decoder(9, neox_no_bias, &exact())
             .unwrap()

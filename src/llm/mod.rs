@@ -3,10 +3,14 @@
 //! loop. Knows nothing of schemas beyond the `Constraint` it is handed.
 
 pub mod chat_template;
+mod config;
 pub mod decoder;
+pub mod gemma3;
 pub mod generate;
 pub mod gguf;
 pub mod llama;
+pub mod phi3;
+mod positions;
 pub mod q5_0;
 pub mod qwen2;
 pub mod qwen3;
@@ -30,10 +34,10 @@ use crate::constrain::GrammarEngine;
 use crate::models::VerifiedModel;
 use chat_template::{ChatTemplate, Message};
 
-/// GGUF `general.architecture` values with a model module. Adding a family (phi3, gemma3)
+/// GGUF `general.architecture` values with a model module. Adding a family
 /// means one module building a `decoder::Decoder` (or another `CausalLm`) and one arm in
 /// `Llm::load_path`.
-pub const SUPPORTED_ARCHITECTURES: &[&str] = &["llama", "qwen2", "qwen3"];
+pub const SUPPORTED_ARCHITECTURES: &[&str] = &["llama", "qwen2", "qwen3", "phi3", "gemma3"];
 
 /// A causal language model with its own KV cache.
 pub trait CausalLm: Send {
@@ -164,6 +168,8 @@ impl Llm {
             "llama" => Box::new(llama::load(&file, opts, &device)?),
             "qwen2" => Box::new(qwen2::load(&file, opts, &device)?),
             "qwen3" => Box::new(qwen3::load(&file, opts, &device)?),
+            "phi3" => Box::new(phi3::load(&file, opts, &device)?),
+            "gemma3" => Box::new(gemma3::load(&file, opts, &device)?),
             other => bail!(
                 "{}: architecture '{other}' is not supported yet (supported: {})",
                 path.display(),
@@ -182,8 +188,11 @@ impl Llm {
             .and_then(|v| v.to_string().ok())
             .cloned()
             .unwrap_or_else(|| {
-                tracing::warn!("{} has no chat template; using ChatML", path.display());
-                chat_template::CHATML.to_string()
+                tracing::warn!(
+                    "{} has no chat template; using its family's turn format",
+                    path.display()
+                );
+                chat_template::fallback_for(&architecture).to_string()
             });
         let template = ChatTemplate::new(&template_src, &bos, &eos_tok)
             .with_context(|| format!("{}: chat template", path.display()))?;

@@ -4,14 +4,17 @@
 //! both sides, so the logits agree to rounding; a wrong RoPE style, a missing bias or norm,
 //! or a head width taken from the wrong place moves them by whole units.
 
-use anyhow::{bail, Result};
+use std::collections::HashMap;
+
+use anyhow::Result;
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use serde::Deserialize;
 
 use super::decoder::{Decoder, DecoderConfig, Variant};
+use super::tiny::tensor_shape;
 use super::weights::WeightSource;
-use super::{CausalLm, LoadOptions};
+use super::{gemma3, CausalLm, LoadOptions};
 
 #[derive(Deserialize)]
 struct Fixture {
@@ -19,6 +22,9 @@ struct Fixture {
     config: Config,
     tokens: Vec<u32>,
     logits: Vec<Vec<f32>>,
+    /// RoPE factor tensors the file holds, by name (data, not from the formula).
+    #[serde(default)]
+    rope_factors: HashMap<String, Vec<f32>>,
 }
 
 #[derive(Deserialize)]
@@ -33,6 +39,9 @@ struct Config {
     n_ctx: usize,
     rope_base: f32,
     rms_eps: f64,
+    n_rot: usize,
+    rope_attn_factor: f32,
+    sliding_window: usize,
 }
 
 /// The script's `formula`: `0.5 sin(0.1 i + s)`, norms `1 + 0.1 sin(…)`, `s` from the name.
@@ -40,32 +49,9 @@ struct FormulaWeights {
     cfg: DecoderConfig,
 }
 
-impl FormulaWeights {
-    fn shape(&self, name: &str) -> Result<Vec<usize>> {
-        let c = &self.cfg;
-        let (q, kv) = (c.n_head * c.head_dim, c.n_kv_head * c.head_dim);
-        let stem = name.strip_suffix(".weight").or(name.strip_suffix(".bias"));
-        let bias = name.ends_with(".bias");
-        let part = stem.and_then(|s| s.rsplit('.').next()).unwrap_or(name);
-        Ok(match (part, bias) {
-            ("token_embd", _) => vec![c.n_vocab, c.n_embd],
-            ("attn_q_norm" | "attn_k_norm", _) => vec![c.head_dim],
-            ("output_norm" | "attn_norm" | "ffn_norm", _) => vec![c.n_embd],
-            ("attn_q", true) => vec![q],
-            ("attn_k" | "attn_v", true) => vec![kv],
-            ("attn_q", false) => vec![q, c.n_embd],
-            ("attn_k" | "attn_v", false) => vec![kv, c.n_embd],
-            ("attn_output", _) => vec![c.n_embd, q],
-            ("ffn_gate" | "ffn_up", _) => vec![c.n_ff, c.n_embd],
-            ("ffn_down", _) => vec![c.n_embd, c.n_ff],
-            _ => bail!("no tensor {name} in the tiny files"),
-        })
-    }
-}
-
 impl WeightSource for FormulaWeights {
     fn get(&self, name: &str) -> Result<Tensor> {
-        let shape = self.shape(name)?;
+        let shape = tensor_shape(&self.cfg, name)?;
         let s = (name.bytes().map(|b| b as u64).sum::<u64>() % 97) as f64 / 7.0;
         let n: usize = shape.iter().product();
         let data: Vec<f32> = (0..n)
@@ -90,12 +76,16 @@ impl WeightSource for FormulaWeights {
 
 /// The largest logit difference from llama.cpp over the fixture's tokens, and the largest
 /// logit (for scale).
-fn difference(arch: &str, variant: Variant) -> (f32, f32) {
+fn difference(name: &str, arch: &str, variant: Variant) -> (f32, f32) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("tests/fixtures/reference/tiny-{arch}.json"));
+        .join(format!("tests/fixtures/reference/tiny-{name}.json"));
     let fx: Fixture = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(fx.architecture, arch);
     let c = &fx.config;
+    // The loader's choice among the file's factors: Llama 3.1's, else LongRoPE's short ones.
+    let rope_factors = ["rope_freqs.weight", "rope_factors_short.weight"]
+        .iter()
+        .find_map(|n| fx.rope_factors.get(*n).cloned());
     let cfg = DecoderConfig {
         n_layer: c.n_layer,
         n_embd: c.n_embd,
@@ -106,6 +96,11 @@ fn difference(arch: &str, variant: Variant) -> (f32, f32) {
         n_vocab: c.n_vocab,
         n_ctx: c.n_ctx,
         rope_base: c.rope_base,
+        n_rot: c.n_rot,
+        rope_factors,
+        rope_attn_factor: c.rope_attn_factor,
+        sliding_window: (c.sliding_window > 0).then(|| gemma3::sliding_window(c.sliding_window)),
+        attn_scale: 1.0 / (c.head_dim as f64).sqrt(),
         rms_eps: c.rms_eps,
         variant,
     };
@@ -126,14 +121,14 @@ fn difference(arch: &str, variant: Variant) -> (f32, f32) {
     (worst, scale)
 }
 
-fn check(arch: &str, variant: Variant) {
-    let (worst, scale) = difference(arch, variant);
+fn check(name: &str, arch: &str, variant: Variant) {
+    let (worst, scale) = difference(name, arch, variant);
     eprintln!(
-        "tiny {arch}: largest logit difference from llama.cpp {worst:e} (largest logit {scale})"
+        "tiny {name}: largest logit difference from llama.cpp {worst:e} (largest logit {scale})"
     );
     assert!(
         worst < 1e-3 * scale.max(1.0),
-        "{arch}: logits differ from llama.cpp's by up to {worst} (largest logit {scale})"
+        "{name}: logits differ from llama.cpp's by up to {worst} (largest logit {scale})"
     );
 }
 
@@ -145,21 +140,54 @@ fn the_comparison_tells_families_apart() {
         qk_norm: false,
         ..Variant::QWEN3
     };
-    let (worst, scale) = difference("qwen3", no_norm);
+    let (worst, scale) = difference("qwen3", "qwen3", no_norm);
     assert!(worst > 1e-2 * scale.max(1.0), "{worst} vs {scale}");
+    // Each gemma3 part matters: read without its norms, or with SiLU, it must miss the
+    // check's tolerance by a margin.
+    for wrong in [
+        Variant {
+            gemma_norms: false,
+            ..Variant::GEMMA3
+        },
+        Variant {
+            activation: super::decoder::Activation::Silu,
+            ..Variant::GEMMA3
+        },
+    ] {
+        let (worst, scale) = difference("gemma3", "gemma3", wrong);
+        assert!(
+            worst > 3e-3 * scale.max(1.0),
+            "{wrong:?}: {worst} vs {scale}"
+        );
+    }
 }
 
 #[test]
 fn tiny_llama_matches_llama_cpp() {
-    check("llama", Variant::LLAMA);
+    check("llama", "llama", Variant::LLAMA);
+}
+
+#[test]
+fn tiny_llama3_with_rope_freqs_matches_llama_cpp() {
+    check("llama3", "llama", Variant::LLAMA);
 }
 
 #[test]
 fn tiny_qwen2_matches_llama_cpp() {
-    check("qwen2", Variant::QWEN2);
+    check("qwen2", "qwen2", Variant::QWEN2);
 }
 
 #[test]
 fn tiny_qwen3_matches_llama_cpp() {
-    check("qwen3", Variant::QWEN3);
+    check("qwen3", "qwen3", Variant::QWEN3);
+}
+
+#[test]
+fn tiny_phi3_matches_llama_cpp() {
+    check("phi3", "phi3", Variant::PHI3);
+}
+
+#[test]
+fn tiny_gemma3_matches_llama_cpp() {
+    check("gemma3", "gemma3", Variant::GEMMA3);
 }

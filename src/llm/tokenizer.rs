@@ -5,10 +5,26 @@
 //! the file says `add_space_prefix = false` ("Hello" becomes `ĠHello`), which shifts every
 //! prompt the model sees. Here the pre-tokenizer follows `tokenizer.ggml.pre` as llama.cpp
 //! does, and tests pin known ids.
+//!
+//! SentencePiece vocabularies (`tokenizer.ggml.model = llama`: Gemma, Phi-3, Llama 2) store
+//! scores instead of merges. llama.cpp merges the adjacent pair whose joined piece scores
+//! highest; a BPE whose merges are every split of every piece, ranked by the piece's score,
+//! does the same (the rule Hugging Face's converters use), with spaces as `▁` and bytes
+//! of unknown characters as `<0xXX>` pieces.
 
 use anyhow::{anyhow, bail, Result};
+use std::collections::HashMap;
+
+use tokenizers::decoders::byte_fallback::ByteFallback;
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
+use tokenizers::decoders::fuse::Fuse;
+use tokenizers::decoders::sequence::Sequence as DecoderSequence;
+use tokenizers::decoders::strip::Strip;
+use tokenizers::decoders::DecoderWrapper;
 use tokenizers::models::bpe::BPE;
+use tokenizers::normalizers::prepend::Prepend;
+use tokenizers::normalizers::replace::Replace;
+use tokenizers::normalizers::{NormalizerWrapper, Sequence as NormalizerSequence};
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::pre_tokenizers::digits::Digits;
 use tokenizers::pre_tokenizers::sequence::Sequence;
@@ -21,6 +37,7 @@ use super::gguf::GgufFile;
 /// GGUF token types (llama.cpp's `llama_token_type`).
 const TOKEN_TYPE_CONTROL: i32 = 3;
 const TOKEN_TYPE_USER_DEFINED: i32 = 4;
+const TOKEN_TYPE_NORMAL: i32 = 1;
 
 /// The parts of a byte-level BPE vocabulary as a GGUF file stores them.
 pub struct BpeParts {
@@ -33,15 +50,18 @@ pub struct BpeParts {
     pub pre: String,
 }
 
+/// A SentencePiece vocabulary as a GGUF file stores it.
+pub struct SpmParts {
+    pub tokens: Vec<String>,
+    pub scores: Vec<f32>,
+    pub token_types: Vec<i32>,
+    /// `tokenizer.ggml.add_space_prefix`: a `▁` before the text (Llama 2: yes; Gemma: no).
+    pub add_space_prefix: bool,
+    pub unknown: Option<String>,
+}
+
 pub fn from_gguf(gguf: &GgufFile) -> Result<Tokenizer> {
     let model = gguf.string("tokenizer.ggml.model")?;
-    if model != "gpt2" {
-        bail!(
-            "{}: tokenizer model '{model}' is not supported yet (supported: gpt2 byte-level BPE, \
-             as used by SmolLM2, Qwen2 and Llama 3 GGUFs)",
-            gguf.path.display()
-        );
-    }
     let strings = |key: &str| -> Result<Vec<String>> {
         let v = gguf
             .get(key)
@@ -59,6 +79,44 @@ pub fn from_gguf(gguf: &GgufFile) -> Result<Tokenizer> {
             .collect::<Result<Vec<_>>>()?,
         None => Vec::new(),
     };
+    match model {
+        "gpt2" => {}
+        "llama" => {
+            let tokens = strings("tokenizer.ggml.tokens")?;
+            let scores = match gguf.get("tokenizer.ggml.scores") {
+                Some(v) => v
+                    .to_vec()?
+                    .iter()
+                    .map(|x| x.to_f32().map_err(|e| anyhow!("scores: {e}")))
+                    .collect::<Result<Vec<_>>>()?,
+                None => bail!(
+                    "{}: a SentencePiece vocabulary without tokenizer.ggml.scores",
+                    gguf.path.display()
+                ),
+            };
+            let unknown = gguf
+                .u32("tokenizer.ggml.unknown_token_id")
+                .ok()
+                .and_then(|id| tokens.get(id as usize).cloned());
+            let add_space_prefix = gguf
+                .get("tokenizer.ggml.add_space_prefix")
+                .and_then(|v| v.to_bool().ok())
+                .unwrap_or(true);
+            return build_spm(SpmParts {
+                tokens,
+                scores,
+                token_types,
+                add_space_prefix,
+                unknown,
+            });
+        }
+        other => bail!(
+            "{}: tokenizer model '{other}' is not supported yet (supported: gpt2 byte-level \
+             BPE as in SmolLM2, Qwen and Llama 3 files; llama SentencePiece as in Gemma and \
+             Phi-3 files)",
+            gguf.path.display()
+        ),
+    }
     let pre = gguf
         .get("tokenizer.ggml.pre")
         .and_then(|v| v.to_string().ok())
@@ -138,6 +196,78 @@ pub fn build_bpe(parts: BpeParts) -> Result<Tokenizer> {
         .enumerate()
         .filter(|(_, t)| **t == TOKEN_TYPE_CONTROL || **t == TOKEN_TYPE_USER_DEFINED)
         .map(|(id, t)| AddedToken::from(parts.tokens[id].clone(), *t == TOKEN_TYPE_CONTROL))
+        .collect();
+    tok.add_special_tokens(&added);
+    Ok(tok)
+}
+
+/// Builds a SentencePiece tokenizer as a byte-fallback BPE (see the module comment).
+pub fn build_spm(parts: SpmParts) -> Result<Tokenizer> {
+    let normal = |id: usize| {
+        parts
+            .token_types
+            .get(id)
+            .is_none_or(|&t| t == TOKEN_TYPE_NORMAL)
+    };
+    let mut ids: HashMap<&str, u32> = HashMap::with_capacity(parts.tokens.len());
+    for (id, tok) in parts.tokens.iter().enumerate() {
+        ids.entry(tok.as_str()).or_insert(id as u32);
+    }
+    // Every split of a normal piece into two normal pieces, ranked by the joined piece's
+    // score (ties: lower id first, then the shorter left half).
+    let mut merges: Vec<(f32, u32, usize, &str, &str)> = Vec::new();
+    for (id, tok) in parts.tokens.iter().enumerate() {
+        if !normal(id) || ids.get(tok.as_str()) != Some(&(id as u32)) {
+            continue;
+        }
+        for (cut, _) in tok.char_indices().skip(1) {
+            let (left, right) = tok.split_at(cut);
+            let known = |s: &str| ids.get(s).is_some_and(|&i| normal(i as usize));
+            if known(left) && known(right) {
+                merges.push((parts.scores[id], id as u32, cut, left, right));
+            }
+        }
+    }
+    merges.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let merges: Vec<(String, String)> = merges
+        .into_iter()
+        .map(|(_, _, _, l, r)| (l.to_string(), r.to_string()))
+        .collect();
+    let vocab: tokenizers::models::bpe::Vocab =
+        ids.iter().map(|(tok, id)| (tok.to_string(), *id)).collect();
+    let mut builder = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .byte_fallback(true);
+    if let Some(unk) = &parts.unknown {
+        builder = builder.unk_token(unk.clone());
+    }
+    let bpe = builder
+        .build()
+        .map_err(|e| anyhow!("cannot build the SentencePiece vocabulary: {e}"))?;
+    let mut tok = Tokenizer::new(bpe);
+    let spaces = Replace::new(" ", "▁").map_err(|e| anyhow!("{e}"))?;
+    let mut normalizers = vec![NormalizerWrapper::Replace(spaces.clone())];
+    let mut decoders = vec![
+        DecoderWrapper::Replace(Replace::new("▁", " ").map_err(|e| anyhow!("{e}"))?),
+        DecoderWrapper::ByteFallback(ByteFallback::new()),
+        DecoderWrapper::Fuse(Fuse::new()),
+    ];
+    if parts.add_space_prefix {
+        normalizers.insert(0, NormalizerWrapper::Prepend(Prepend::new("▁".into())));
+        decoders.push(DecoderWrapper::Strip(Strip::new(' ', 1, 0)));
+    }
+    tok.with_normalizer(Some(NormalizerSequence::new(normalizers)));
+    tok.with_decoder(Some(DecoderSequence::new(decoders)));
+    // Control and user-defined pieces (Gemma: `<start_of_turn>`, runs of newlines, HTML
+    // tags) are matched in the raw text first, as llama.cpp partitions them out.
+    let added: Vec<AddedToken> = parts
+        .token_types
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| **t == TOKEN_TYPE_CONTROL || **t == TOKEN_TYPE_USER_DEFINED)
+        .map(|(id, t)| {
+            AddedToken::from(parts.tokens[id].clone(), *t == TOKEN_TYPE_CONTROL).normalized(false)
+        })
         .collect();
     tok.add_special_tokens(&added);
     Ok(tok)

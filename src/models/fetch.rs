@@ -318,6 +318,7 @@ mod tests {
             version: String::new(),
             licence: String::new(),
             upstream: None,
+            optional: false,
             files: vec![FileSpec {
                 wheel_path: None,
                 file: "model.gguf".into(),

@@ -64,6 +64,10 @@ pub struct ModelSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream: Option<String>,
     pub files: Vec<FileSpec>,
+    /// Fetched only when named (`sextant models pull NAME`), never a role's default (the
+    /// Gemma 3 270M reference file of the engine tests).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
     /// Where an imported model came from (informational).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<String>,
@@ -72,6 +76,15 @@ pub struct ModelSpec {
 impl ModelSpec {
     pub fn is_default(&self) -> bool {
         self.imported_from.is_none()
+    }
+
+    /// The command that fetches this model.
+    pub fn pull_command(&self) -> String {
+        if self.optional {
+            format!("sextant models pull {}", self.name)
+        } else {
+            "sextant models pull".to_string()
+        }
     }
 }
 

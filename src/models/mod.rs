@@ -30,11 +30,16 @@ const IMPORT_RECORD: &str = "model.toml";
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
     #[error(
-        "model '{name}' is not installed: {path} is missing.\n  Fetch the default models with \
-         `sextant models pull` (or `make models`), or, on a machine without network, copy the \
+        "model '{name}' is not installed: {path} is missing.\n  Fetch it with `{pull}` (the \
+         default models also with `make models`), or, on a machine without network, copy the \
          file over and run `sextant models import FILE`."
     )]
-    Missing { name: String, path: PathBuf },
+    Missing {
+        name: String,
+        path: PathBuf,
+        /// The command that fetches it.
+        pull: String,
+    },
     #[error(
         "refusing to load {path}: its sha256 is {actual} but model '{name}' expects {expected}.\n  \
          The file is corrupt, truncated or not the expected model. Delete it and run \
@@ -87,6 +92,8 @@ pub struct ModelStatus {
     pub name: String,
     pub role: Role,
     pub default: bool,
+    /// Fetched only when named (see `ModelSpec::optional`).
+    pub optional: bool,
     /// "verified", "missing" or "corrupt".
     pub state: &'static str,
     pub detail: String,
@@ -151,7 +158,7 @@ impl ModelStore {
             Some(n) => self.spec(n)?,
             None => manifest()
                 .into_iter()
-                .find(|s| s.role == role)
+                .find(|s| s.role == role && !s.optional)
                 .ok_or(ModelError::NoneForRole { role })?,
         };
         if spec.role != role {
@@ -176,6 +183,7 @@ impl ModelStore {
                 return Err(ModelError::Missing {
                     name: spec.name.clone(),
                     path,
+                    pull: spec.pull_command(),
                 });
             }
             verify_file(&spec.name, &path, &f.sha256)?;
@@ -208,6 +216,7 @@ impl ModelStore {
                     name: spec.name.clone(),
                     role: spec.role,
                     default: spec.is_default(),
+                    optional: spec.optional,
                     state,
                     detail,
                     dir,
@@ -217,13 +226,37 @@ impl ModelStore {
             .collect()
     }
 
-    /// Fetches every default model that is not already present and verified.
+    /// Fetches the named manifest models, or with no names every model that is not
+    /// optional, skipping those already present and verified.
     pub fn pull(
         &self,
+        names: &[String],
         find_links: Option<&Path>,
         log: &mut dyn FnMut(&str),
     ) -> Result<Vec<PullReport>, ModelError> {
-        self.pull_specs(&manifest(), find_links, log)
+        let all = manifest();
+        let specs: Vec<ModelSpec> = if names.is_empty() {
+            all.into_iter().filter(|s| !s.optional).collect()
+        } else {
+            names
+                .iter()
+                .map(|n| {
+                    all.iter()
+                        .find(|s| &s.name == n)
+                        .cloned()
+                        .ok_or_else(|| ModelError::Unknown {
+                            name: n.clone(),
+                            dir: self.dir.clone(),
+                            known: all
+                                .iter()
+                                .map(|s| s.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                        })
+                })
+                .collect::<Result<_, _>>()?
+        };
+        self.pull_specs(&specs, find_links, log)
     }
 
     fn pull_specs(
@@ -326,6 +359,7 @@ impl ModelStore {
             version: String::new(),
             licence: String::new(),
             upstream: None,
+            optional: false,
             files: specs,
             imported_from: Some(source.display().to_string()),
         };
@@ -422,9 +456,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn manifest_lists_two_llms_and_one_embedding_model_with_hashes() {
+    fn manifest_lists_two_default_llms_and_one_embedding_model_with_hashes() {
         let m = manifest();
-        assert_eq!(m.iter().filter(|s| s.role == Role::Llm).count(), 2);
+        let default_llms = m.iter().filter(|s| s.role == Role::Llm && !s.optional);
+        assert_eq!(default_llms.count(), 2);
         assert_eq!(m.iter().filter(|s| s.role == Role::Embedding).count(), 1);
         for s in &m {
             for f in &s.files {
@@ -449,6 +484,26 @@ mod tests {
         assert!(err.contains("qwen2.5-coder-0.5b-instruct"), "{err}");
         assert!(err.contains("sextant models pull"), "{err}");
         assert!(err.contains("sextant models import"), "{err}");
+    }
+
+    #[test]
+    fn an_optional_model_is_never_a_default_and_its_error_names_its_pull() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = ModelStore::open(Some(tmp.path().to_path_buf()));
+        let err = store
+            .resolve(Role::Llm, Some("gemma-3-270m"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("sextant models pull gemma-3-270m"), "{err}");
+        let unknown = store
+            .pull(&["no-such-model".into()], None, &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(unknown.contains("gemma-3-270m"), "{unknown}");
+        assert!(manifest()
+            .iter()
+            .find(|s| s.role == Role::Llm)
+            .is_some_and(|s| !s.optional));
     }
 
     #[test]
