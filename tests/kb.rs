@@ -462,3 +462,31 @@ fn code_tables_and_lists_reach_the_reader_as_such_in_every_format() {
         );
     }
 }
+
+#[test]
+fn the_reader_gets_a_pdf_s_own_bytes_until_the_file_changes() {
+    let src = tempfile::tempdir().unwrap();
+    let pdf = src.path().join("oncall-guide.pdf");
+    std::fs::copy(sample_kb().join("handbook/oncall-guide.pdf"), &pdf).unwrap();
+    std::fs::write(src.path().join("notes.md"), "# Notes\n\nNothing here.\n").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (kb, _) = ingest_into(dir.path(), &[src.path().to_path_buf()]);
+    use base64::Engine;
+    let out = sextant::service::document::pdf_file(&kb, "oncall-guide.pdf").unwrap();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(out["base64"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(bytes, std::fs::read(&pdf).unwrap());
+    // Not a PDF, not in the KB: refused, naming why.
+    let md = sextant::service::document::pdf_file(&kb, "notes.md").unwrap_err();
+    assert!(md.to_string().contains("not a PDF"), "{md}");
+    let none = sextant::service::document::pdf_file(&kb, "../etc/passwd").unwrap_err();
+    assert_eq!(none.code(), "not_found", "{none}");
+    // Changed since ingest: the cited pages may have moved, so the fix is named.
+    let mut changed = std::fs::read(&pdf).unwrap();
+    changed.extend_from_slice(b"\n% appended\n");
+    std::fs::write(&pdf, changed).unwrap();
+    let stale = sextant::service::document::pdf_file(&kb, "oncall-guide.pdf").unwrap_err();
+    assert_eq!(stale.code(), "stale_document", "{stale}");
+    assert!(stale.to_string().contains("sextant ingest"), "{stale}");
+}

@@ -25,6 +25,7 @@ const ROUTE_OPS = {
   "GET /api/health": "health",
   "GET /api/kb": "kb",
   "GET /api/document": "document",
+  "GET /api/document/file": "document_file",
   "POST /api/search": "search",
   "POST /api/ask": "ask",
   "POST /api/navigate": "navigate",

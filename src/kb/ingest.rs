@@ -415,11 +415,7 @@ fn check_file(
         .unwrap_or(0);
     let existing = kb.store.document(root, &c.rel)?;
     let bytes = std::fs::read(&c.abs).context("cannot read")?;
-    // The parser version is part of the hash, so a parser change re-ingests everything.
-    let mut hasher = Sha256::new();
-    hasher.update(PARSER_VERSION.to_le_bytes());
-    hasher.update(&bytes);
-    let hash = format!("{:x}", hasher.finalize());
+    let hash = content_hash(&bytes);
     if let Some(doc) = &existing {
         if doc.hash == hash {
             if doc.mtime_ns != mtime_ns {
@@ -503,4 +499,13 @@ impl Work {
             })
             .collect()
     }
+}
+
+/// A document's stored hash: of its bytes and the parser version, so a parser change
+/// re-ingests everything (a `-incomplete` suffix marks a document read in part).
+pub fn content_hash(bytes: &[u8]) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(PARSER_VERSION.to_le_bytes());
+    hasher.update(bytes);
+    format!("{:x}", hasher.finalize())
 }

@@ -79,6 +79,8 @@ const UI_FILES: &[(&str, &str, &str)] = &[
     ui!("vendor/highlight/languages/shell.min.js", JS),
     ui!("vendor/highlight/languages/sql.min.js", JS),
     ui!("vendor/highlight/languages/xml.min.js", JS),
+    ui!("vendor/pdfjs/pdf.min.mjs", JS),
+    ui!("vendor/pdfjs/pdf.worker.min.mjs", JS),
     ui!("vendor/highlight/languages/yaml.min.js", JS),
 ];
 
@@ -157,10 +159,10 @@ impl From<ServiceError> for Failure {
                 code: Some("overloaded"),
                 message,
             },
-            ServiceError::KbBusy(_) => Failure {
+            ServiceError::KbBusy(_) | ServiceError::Stale(_) => Failure {
                 status: StatusCode::CONFLICT,
                 kind: "conflict_error",
-                code: Some("kb_busy"),
+                code: Some(e.code()),
                 message,
             },
             ServiceError::Internal(_) => Failure::internal(message),
@@ -190,6 +192,7 @@ const PROTOCOL_ROUTES: &[(&str, &str, &str)] = &[
     ("GET", "/api/health", "health"),
     ("GET", "/api/kb", "kb"),
     ("GET", "/api/document", "document"),
+    ("GET", "/api/document/file", "document_file"),
     ("GET", "/api/section", "section"),
     ("POST", "/api/search", "search"),
     ("POST", "/api/ask", "ask"),

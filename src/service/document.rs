@@ -62,6 +62,58 @@ pub fn render(kb: &KnowledgeBase, path: &str) -> Result<Value, ServiceError> {
     }))
 }
 
+/// The largest PDF the Reader is sent (base64 in JSON, so both shells share the op).
+const MAX_PDF_BYTES: u64 = 64 << 20;
+
+/// A PDF's bytes for the Reader's page view. Only a document of the knowledge base, only
+/// a PDF, and only while its bytes are those ingested (else the cited pages could be
+/// others): a changed file is refused with the fix.
+pub fn pdf_file(kb: &KnowledgeBase, path: &str) -> Result<Value, ServiceError> {
+    use base64::Engine;
+    let doc = kb.store.document_source(path)?.ok_or_else(|| {
+        ServiceError::NotFound(format!("no document {path:?} in the knowledge base"))
+    })?;
+    let file = std::path::Path::new(&doc.root).join(&doc.path);
+    let is_pdf = file
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("pdf"));
+    if !is_pdf {
+        return Err(ServiceError::BadRequest(format!(
+            "{path} is not a PDF; its text is at /api/document"
+        )));
+    }
+    let gone = |e: std::io::Error| {
+        ServiceError::NotFound(format!(
+            "{} cannot be read ({e}); it was moved or deleted since it was ingested. Run \
+             `sextant ingest` on its folder again.",
+            file.display()
+        ))
+    };
+    let size = std::fs::metadata(&file).map_err(gone)?.len();
+    if size > MAX_PDF_BYTES {
+        return Err(ServiceError::BadRequest(format!(
+            "{} is {} MB, more than the Reader's {} MB; its text is at /api/document",
+            file.display(),
+            size >> 20,
+            MAX_PDF_BYTES >> 20
+        )));
+    }
+    let bytes = std::fs::read(&file).map_err(gone)?;
+    let stored = doc.hash.trim_end_matches("-incomplete");
+    if crate::kb::ingest::content_hash(&bytes) != stored {
+        return Err(ServiceError::Stale(format!(
+            "{} changed since it was ingested, so its pages may not be the cited ones. Run \
+             `sextant ingest` on its folder again (or add the folder in the Library).",
+            file.display()
+        )));
+    }
+    Ok(json!({
+        "path": doc.path,
+        "bytes": bytes.len(),
+        "base64": base64::engine::general_purpose::STANDARD.encode(&bytes),
+    }))
+}
+
 /// A section's Markdown as HTML. Nothing of the source reaches the page as markup: raw
 /// HTML is shown as text, a link whose target is not `followable` (a `javascript:` or
 /// `data:` URL) keeps only its text, and an image is its alt text (the Reader loads
@@ -94,7 +146,12 @@ pub fn citations(
     response: &Value,
     hits: &[Hit],
 ) -> Vec<Value> {
-    let link = |label: String, h: &Hit| json!({"label": label, "file": h.file, "anchor": h.anchor, "page": h.page, "id": h.id});
+    // A PDF citation also carries the cited chunk's text, which the Reader highlights on
+    // the page.
+    let link = |label: String, h: &Hit| {
+        json!({"label": label, "file": h.file, "anchor": h.anchor, "page": h.page, "id": h.id,
+               "quote": h.page.map(|_| h.text.as_str())})
+    };
     let mut out = Vec::new();
     if format == AnswerFormat::Rag {
         for c in response["retrieved_chunks"]

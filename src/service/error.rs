@@ -19,6 +19,9 @@ pub enum ServiceError {
     /// Another process is writing the knowledge base.
     #[error("{0}")]
     KbBusy(String),
+    /// A document changed on disk since it was ingested; the message says to re-ingest.
+    #[error("{0}")]
+    Stale(String),
     /// The caller's schema (or grammar) cannot be decoded; the message names why.
     #[error("{0}")]
     UnsupportedSchema(String),
@@ -48,6 +51,7 @@ impl ServiceError {
             ServiceError::EmptyKb(_) => "empty_kb",
             ServiceError::Overloaded { .. } => "overloaded",
             ServiceError::KbBusy(_) => "kb_busy",
+            ServiceError::Stale(_) => "stale_document",
             ServiceError::UnsupportedSchema(_) => "unsupported_schema",
             ServiceError::Incomplete(_) => "incomplete",
             ServiceError::ContextLength(_) => "context_length_exceeded",

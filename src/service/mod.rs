@@ -239,6 +239,7 @@ impl Service {
                 Ok(json!({"kb": self.config.kb_dir, "stats": stats, "documents": documents}))
             }
             Request::Document { path } => document::render(&self.kb(), &path),
+            Request::DocumentFile { path } => document::pdf_file(&self.kb(), &path),
             Request::Section { path, anchor, page } => {
                 section::read(&self.kb(), &path, anchor.as_deref(), page)
             }

@@ -18,6 +18,11 @@ pub enum Request {
     Document {
         path: String,
     },
+    /// A PDF document's own bytes (base64), for the Reader to show its pages; refused when
+    /// the file changed since it was ingested, as the cited pages may have moved.
+    DocumentFile {
+        path: String,
+    },
     /// A document's text with its structure: the section at `anchor` (with its
     /// subsections), the sections on `page`, or the whole document.
     Section {

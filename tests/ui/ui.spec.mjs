@@ -19,6 +19,7 @@ const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 const QUESTION = "How do I renew a TLS certificate manually?";
 const QUESTION_FILE = "security/tls-certificates.md";
 const NAV_QUESTION = "Take me to point-in-time recovery of the database";
+const PDF_QUESTION = "When should I page the database on-call?";
 const DECISIONS = ["CONTINUE", "LOOP", "DETOUR", "INJECT_FLOW", "INJECT_NODES", "ESCALATE", "TERMINATE"];
 
 const SEC = 1000;
@@ -301,6 +302,41 @@ step("Reader: code blocks are code with a Copy button, tables are tables", async
   assert(!shown.includes("`"), `the answer shows Markdown markup: "${shown}"`);
   await page.locator(tid("citation")).first().click();
   await screenshot("reader-code");
+});
+
+step("Ask → a PDF citation opens its page, drawn, with the cited passage marked", async () => {
+  await show("ask");
+  await page.fill(tid("question"), PDF_QUESTION);
+  await page.check(tid("format-rag"));
+  await page.selectOption(tid("mode"), "extractive");
+  await page.click(tid("ask-button"));
+  await waitForResult(`${tid("ask-result")}[data-state="done"]`, T_ASK, "ask (PDF)");
+  const pdfCites = page.locator(`${tid("citation")}[data-file$=".pdf"]`);
+  assert((await pdfCites.count()) >= 1, "no citation of the sample PDF");
+  const cite = pdfCites.first();
+  const want = await cite.getAttribute("data-page");
+  assert(/^\d+$/.test(want), `the PDF citation has no page: "${want}"`);
+  await cite.click();
+  const sheet = page.locator(`${tid("pdf-page")}[data-page="${want}"][data-hits]`);
+  await sheet.waitFor({ timeout: T_UI });
+  const label = (await page.locator(tid("pdf-page-label")).textContent()).trim();
+  assert(label.startsWith(`Page ${want} of `), `the page label says "${label}"`);
+  const hits = Number(await sheet.getAttribute("data-hits"));
+  assert(hits >= 1, "no text run of the cited passage is marked on the page");
+  const shown = await page.evaluate(() => {
+    const inView = (e) => {
+      const r = e.getBoundingClientRect();
+      return r.bottom > 0 && r.top < window.innerHeight && r.width > 0;
+    };
+    const canvas = document.querySelector('[data-testid="pdf-canvas"]');
+    const px = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+    let ink = 0;
+    for (let i = 0; i < px.length; i += 4) if (px[i] < 128 && px[i + 3] > 0) ink++;
+    return { canvas: inView(canvas), hit: inView(document.querySelector(".textLayer .hit")), ink };
+  });
+  assert(shown.canvas && shown.hit, `page or marked passage not in view: ${JSON.stringify(shown)}`);
+  assert(shown.ink > 500, `the page canvas is blank (${shown.ink} dark pixels)`);
+  await screenshot("reader-pdf");
 });
 
 step(`Reader: navigate "${NAV_QUESTION}"`, async () => {

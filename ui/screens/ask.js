@@ -109,7 +109,7 @@ function renderAnswer(out, askedFormat) {
               class: "citation",
               "data-testid": "citation",
               dataset: { file: c.file, anchor: anchor || "", page: c.page ?? "" },
-              onclick: () => run(null, () => openReader(c.file, anchor)),
+              onclick: () => run(null, () => openReader(c.file, anchor, { page: c.page, quote: c.quote })),
             },
             el("span", { class: "cite-label", text: c.label || c.file }),
             el("span", { class: "cite-where", text: where }),

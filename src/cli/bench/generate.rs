@@ -1,10 +1,11 @@
 //! `sextant bench generate`: speed and reliability figures of the LLM runtime on this
 //! machine. A benchmark prints numbers; it does not pass or fail.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use sextant::constrain::bounds::{bound_schema, Bounds};
@@ -36,6 +37,11 @@ pub struct BenchArgs {
     /// Tokens generated for the unconstrained generation figure.
     #[arg(long, default_value_t = 128)]
     pub gen_tokens: usize,
+    /// llama.cpp's `llama-bench` binary, run on the same file, threads, prompt and
+    /// generation lengths for a side-by-side table with ratios (default: `llama-bench` on
+    /// PATH when there is one; a dev-time peer, never a dependency).
+    #[arg(long, value_name = "PATH/llama-bench")]
+    pub compare: Option<PathBuf>,
 }
 
 #[derive(Debug, Serialize)]
@@ -57,7 +63,19 @@ pub struct BenchReport {
     pub completion_runs: usize,
     pub completion_rate: f64,
     pub completion_failures: Vec<String>,
-    pub llama_cpp: Option<serde_json::Value>,
+    /// Of the whole benchmark process (model, KV cache, grammar).
+    pub peak_rss_mb: f64,
+    pub file_mb: f64,
+    pub llama_cpp: Option<PeerFigures>,
+}
+
+/// llama.cpp's figures on the same file and settings.
+#[derive(Debug, Serialize)]
+pub struct PeerFigures {
+    pub binary: String,
+    pub prompt_tok_s: f64,
+    pub gen_tok_s: f64,
+    pub peak_rss_mb: f64,
 }
 
 pub fn run_generate(model: &VerifiedModel, args: &BenchArgs) -> Result<()> {
@@ -184,7 +202,9 @@ pub fn run_generate(model: &VerifiedModel, args: &BenchArgs) -> Result<()> {
         completion_runs: total,
         completion_rate: complete as f64 / total.max(1) as f64,
         completion_failures: failures,
-        llama_cpp: llama_cpp_bench(&model.main_file(), sextant::llm::threads(), args),
+        peak_rss_mb: super::peak_rss_mb(),
+        file_mb: std::fs::metadata(model.main_file()).map_or(0, |m| m.len()) as f64 / 1e6,
+        llama_cpp: llama_cpp_bench(&model.main_file(), sextant::llm::threads(), args)?,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -232,38 +252,94 @@ fn print_table(r: &BenchReport) {
     for f in &r.completion_failures {
         println!("  incomplete: {f}");
     }
+    println!(
+        "{:<44} {:>10}",
+        "peak RSS",
+        format!("{:.0} MB (file {:.0} MB)", r.peak_rss_mb, r.file_mb)
+    );
     match &r.llama_cpp {
-        Some(v) => println!("llama.cpp (llama-bench): {v}"),
-        None => println!("llama.cpp: not installed (llama-bench not on PATH), skipped"),
+        Some(peer) => {
+            println!("\nside by side with llama.cpp ({}):", peer.binary);
+            println!(
+                "{:<24} {:>10} {:>10} {:>7}",
+                "figure", "Sextant", "llama.cpp", "ratio"
+            );
+            for (name, ours, theirs) in [
+                ("prompt tok/s", r.prompt_tok_s, peer.prompt_tok_s),
+                ("generation tok/s", r.gen_tok_s, peer.gen_tok_s),
+                ("peak RSS MB", r.peak_rss_mb, peer.peak_rss_mb),
+            ] {
+                println!(
+                    "{name:<24} {ours:>10.1} {theirs:>10.1} {:>7.2}",
+                    ours / theirs.max(1e-9)
+                );
+            }
+        }
+        None => println!("llama.cpp: llama-bench not on PATH and no --compare given, skipped"),
     }
 }
 
-/// Runs llama.cpp's own benchmark on the same file when it happens to be installed.
-fn llama_cpp_bench(
-    path: &std::path::Path,
-    threads: usize,
-    args: &BenchArgs,
-) -> Option<serde_json::Value> {
-    let out = Command::new("llama-bench")
+/// Runs llama.cpp's own benchmark on the same file: the binary given with `--compare`
+/// (an error if it fails), else `llama-bench` on PATH if there is one.
+fn llama_cpp_bench(path: &Path, threads: usize, args: &BenchArgs) -> Result<Option<PeerFigures>> {
+    let binary = match &args.compare {
+        Some(b) => b.clone(),
+        None => match std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .map(|d| d.join("llama-bench"))
+            .find(|b| b.is_file())
+        {
+            Some(b) => b,
+            None => return Ok(None),
+        },
+    };
+    let out = Command::new(&binary)
         .arg("-m")
         .arg(path)
         .args(["-p", &args.prompt_tokens.to_string()])
         .args(["-n", &args.gen_tokens.to_string()])
-        .args(["-t", &threads.to_string(), "-o", "json"])
+        .args(["-t", &threads.to_string()])
+        .args(["-r", &args.runs.max(1).to_string(), "-o", "json"])
         .output()
-        .ok()?;
+        .with_context(|| format!("cannot run {} (--compare)", binary.display()))?;
     if !out.status.success() {
-        return None;
+        bail!(
+            "{} failed on {}: {}",
+            binary.display(),
+            path.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    let rates: Vec<serde_json::Value> = rows
-        .as_array()?
-        .iter()
-        .map(|r| {
-            serde_json::json!({
-                "n_prompt": r["n_prompt"], "n_gen": r["n_gen"], "avg_ts": r["avg_ts"]
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .with_context(|| format!("{} did not print JSON (-o json)", binary.display()))?;
+    let rate = |prompt: bool| -> Result<f64> {
+        rows.as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| (r["n_prompt"].as_u64().unwrap_or(0) > 0) == prompt)
+            .and_then(|r| r["avg_ts"].as_f64())
+            .with_context(|| {
+                format!(
+                    "no {} row in llama-bench's output",
+                    if prompt { "prompt" } else { "generation" }
+                )
             })
-        })
-        .collect();
-    Some(serde_json::Value::Array(rates))
+    };
+    Ok(Some(PeerFigures {
+        binary: binary.display().to_string(),
+        prompt_tok_s: rate(true)?,
+        gen_tok_s: rate(false)?,
+        peak_rss_mb: children_peak_rss_mb(),
+    }))
+}
+
+/// The largest resident set of the child processes waited for (here: llama-bench only).
+fn children_peak_rss_mb() -> f64 {
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct we own; RUSAGE_CHILDREN is always valid.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
+        return 0.0;
+    }
+    usage.ru_maxrss as f64 / 1024.0
 }

@@ -495,7 +495,7 @@ impl Store {
     }
 }
 
-fn doc_record(r: &rusqlite::Row) -> rusqlite::Result<DocRecord> {
+pub(super) fn doc_record(r: &rusqlite::Row) -> rusqlite::Result<DocRecord> {
     Ok(DocRecord {
         id: r.get(0)?,
         root: r.get(1)?,

@@ -4,7 +4,10 @@
 use anyhow::{anyhow, Result};
 use rusqlite::{params, OptionalExtension};
 
-use super::{embed_text, ChunkListing, ChunkRecord, Counts, DocSummary, SectionRow, Store};
+use super::{
+    doc_record, embed_text, ChunkListing, ChunkRecord, Counts, DocRecord, DocSummary, SectionRow,
+    Store,
+};
 
 impl Store {
     /// The stored vector of a chunk (f16 in the index, widened).
@@ -96,6 +99,20 @@ impl Store {
     }
 
     /// A document's sections in reading order, by its path (the first root that has it).
+    /// Where a listed document's source is (the first root holding that path, as
+    /// `document_sections` reads), with its stored hash.
+    pub fn document_source(&self, path: &str) -> Result<Option<DocRecord>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id, root, path, hash, mtime_ns, size FROM documents WHERE path = ?1
+                 ORDER BY root LIMIT 1",
+                params![path],
+                doc_record,
+            )
+            .optional()?)
+    }
+
     pub fn document_sections(&self, path: &str) -> Result<Option<(DocSummary, Vec<SectionRow>)>> {
         let Some(doc) = self.list_documents()?.into_iter().find(|d| d.path == path) else {
             return Ok(None);
