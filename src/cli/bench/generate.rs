@@ -1,8 +1,9 @@
 //! `sextant bench generate`: speed and reliability figures of the LLM runtime on this
 //! machine. A benchmark prints numbers; it does not pass or fail.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -294,24 +295,55 @@ fn llama_cpp_bench(path: &Path, threads: usize, args: &BenchArgs) -> Result<Opti
             None => return Ok(None),
         },
     };
-    let out = Command::new(&binary)
+    let mut child = Command::new(&binary)
         .arg("-m")
         .arg(path)
         .args(["-p", &args.prompt_tokens.to_string()])
         .args(["-n", &args.gen_tokens.to_string()])
         .args(["-t", &threads.to_string()])
         .args(["-r", &args.runs.max(1).to_string(), "-o", "json"])
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .with_context(|| format!("cannot run {} (--compare)", binary.display()))?;
-    if !out.status.success() {
+    // Its peak RSS: its own /proc status, read until it exits (the rusage of children would
+    // also count this process's memory, which the child shares until its exec).
+    let pipe = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let stdout = pipe(Box::new(child.stdout.take().expect("piped")));
+    let stderr = pipe(Box::new(child.stderr.take().expect("piped")));
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak_kb = 0f64;
+    let status = loop {
+        if let Some(kb) = std::fs::read_to_string(&status_file)
+            .ok()
+            .and_then(|s| vm_hwm_kb(&s))
+        {
+            peak_kb = peak_kb.max(kb);
+        }
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let (stdout, stderr) = (
+        stdout.join().unwrap_or_default(),
+        stderr.join().unwrap_or_default(),
+    );
+    if !status.success() {
         bail!(
             "{} failed on {}: {}",
             binary.display(),
             path.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
+            String::from_utf8_lossy(&stderr).trim()
         );
     }
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout)
+    let rows: serde_json::Value = serde_json::from_slice(&stdout)
         .with_context(|| format!("{} did not print JSON (-o json)", binary.display()))?;
     let rate = |prompt: bool| -> Result<f64> {
         rows.as_array()
@@ -330,16 +362,14 @@ fn llama_cpp_bench(path: &Path, threads: usize, args: &BenchArgs) -> Result<Opti
         binary: binary.display().to_string(),
         prompt_tok_s: rate(true)?,
         gen_tok_s: rate(false)?,
-        peak_rss_mb: children_peak_rss_mb(),
+        peak_rss_mb: peak_kb / 1024.0,
     }))
 }
 
-/// The largest resident set of the child processes waited for (here: llama-bench only).
-fn children_peak_rss_mb() -> f64 {
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage writes into the struct we own; RUSAGE_CHILDREN is always valid.
-    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
-        return 0.0;
-    }
-    usage.ru_maxrss as f64 / 1024.0
+/// `VmHWM` (peak resident set, kB) from a /proc status file.
+pub(super) fn vm_hwm_kb(status: &str) -> Option<f64> {
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
 }

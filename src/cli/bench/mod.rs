@@ -90,11 +90,7 @@ fn dir_mb(dir: &std::path::Path, name: &str) -> f64 {
 fn peak_rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
+        .and_then(|s| generate::vm_hwm_kb(&s))
         .map(|kb| kb / 1024.0)
         .unwrap_or(0.0)
 }
