@@ -616,3 +616,33 @@ fn a_scanned_pdf_page_is_read_with_tesseract_and_named_without_it() {
         assert!(text.contains(word), "OCR missed {word:?}: {text}");
     }
 }
+
+#[test]
+fn kb_remove_keeps_a_document_out_and_reindex_restores_it() {
+    let kb = tempfile::tempdir().unwrap();
+    let kb_dir = kb.path().to_str().unwrap();
+    let o = sextant(&["ingest", "--kb", kb_dir, "examples/kb/deployment"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let list = |kb_dir: &str| -> Value {
+        let o = sextant(&["kb", "list", "--kb", kb_dir, "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let o = sextant(&["kb", "remove", "--kb", kb_dir, "deploying.md"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let l = list(kb_dir);
+    assert_eq!(l["removed"], serde_json::json!(["deploying.md"]), "{l}");
+    assert!(!l["documents"].to_string().contains("\"deploying.md\""), "{l}");
+    let o = sextant(&["ingest", "--kb", kb_dir, "examples/kb/deployment"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(out.contains("left out deploying.md"), "{out}");
+    let o = sextant(&["kb", "reindex", "--kb", kb_dir, "deploying.md"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let l = list(kb_dir);
+    assert_eq!(l["removed"], serde_json::json!([]), "{l}");
+    assert!(l["documents"].to_string().contains("\"deploying.md\""), "{l}");
+    let o = sextant(&["kb", "remove", "--kb", kb_dir, "nope.md"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("sextant kb list"), "{}", stderr(&o));
+}

@@ -490,3 +490,55 @@ fn the_reader_gets_a_pdf_s_own_bytes_until_the_file_changes() {
     assert_eq!(stale.code(), "stale_document", "{stale}");
     assert!(stale.to_string().contains("sextant ingest"), "{stale}");
 }
+
+#[test]
+fn one_document_is_removed_kept_out_and_restored_by_a_re_index() {
+    let src = tempfile::tempdir().unwrap();
+    copy_dir(&sample_kb().join("deployment"), src.path());
+    let dir = tempfile::tempdir().unwrap();
+    let (mut kb, _) = ingest_into(dir.path(), &[src.path().to_path_buf()]);
+    let before = chunk_ids(&kb, "canary-releases.md");
+    assert!(!before.is_empty());
+    let opts = IngestOptions::default();
+
+    // An unchanged document is read and embedded again, with the same chunk ids.
+    let report = sextant::kb::documents::reindex(&mut kb, "canary-releases.md", &opts).unwrap();
+    assert_eq!(
+        report.changed,
+        vec!["canary-releases.md".to_string()],
+        "{report:?}"
+    );
+    assert_eq!(report.chunks_embedded, before.len());
+    assert_eq!(chunk_ids(&kb, "canary-releases.md"), before);
+
+    // Removed: gone from the KB and its search, and left out by the next ingest.
+    sextant::kb::documents::remove(&mut kb, "canary-releases.md").unwrap();
+    assert!(chunk_ids(&kb, "canary-releases.md").is_empty());
+    let listed = kb.store.list_documents().unwrap();
+    assert!(listed.iter().all(|d| d.path != "canary-releases.md"));
+    let hits = search(&kb, "canary release traffic", 10, SearchMode::Hybrid).unwrap();
+    assert!(
+        hits.iter().all(|h| h.file != "canary-releases.md"),
+        "{hits:?}"
+    );
+    let again = ingest(&mut kb, &[src.path().to_path_buf()], &opts, &mut |_| {}).unwrap();
+    assert_eq!(
+        again.excluded,
+        vec!["canary-releases.md".to_string()],
+        "{again:?}"
+    );
+    assert!(
+        again.added.is_empty() && again.removed.is_empty(),
+        "{again:?}"
+    );
+    assert!(chunk_ids(&kb, "canary-releases.md").is_empty());
+
+    // Restored by a re-index, with the same ids; later ingests keep it.
+    sextant::kb::documents::reindex(&mut kb, "canary-releases.md", &opts).unwrap();
+    assert_eq!(chunk_ids(&kb, "canary-releases.md"), before);
+    let after = ingest(&mut kb, &[src.path().to_path_buf()], &opts, &mut |_| {}).unwrap();
+    assert!(after.excluded.is_empty(), "{after:?}");
+
+    let unknown = sextant::kb::documents::remove(&mut kb, "no/such.md").unwrap_err();
+    assert!(unknown.to_string().contains("sextant kb list"), "{unknown}");
+}

@@ -26,6 +26,8 @@ const ROUTE_OPS = {
   "GET /api/kb": "kb",
   "GET /api/document": "document",
   "GET /api/document/file": "document_file",
+  "POST /api/document/remove": "remove_document",
+  "POST /api/document/reindex": "reindex_document",
   "POST /api/search": "search",
   "POST /api/ask": "ask",
   "POST /api/navigate": "navigate",

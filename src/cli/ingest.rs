@@ -87,6 +87,11 @@ pub fn run_ingest(
         for (file, note) in &report.notes {
             println!("  in part {file}: {note}");
         }
+        for file in &report.excluded {
+            println!(
+                "  left out {file}: removed from the KB (`sextant kb reindex {file}` restores it)"
+            );
+        }
     }
     Ok(report)
 }

@@ -1,4 +1,4 @@
-//! `sextant search` and `sextant kb stats`.
+//! `sextant search` and `sextant kb stats|list|remove|reindex`.
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -28,6 +28,26 @@ pub enum KbCommand {
         kb: KbArg,
         #[arg(long)]
         json: bool,
+    },
+    /// The documents (path, format, title, chunks) and those removed.
+    List {
+        #[command(flatten)]
+        kb: KbArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove one document (a path as `kb list` shows it); ingesting its folder again
+    /// leaves it out until `kb reindex` restores it.
+    Remove {
+        #[command(flatten)]
+        kb: KbArg,
+        path: String,
+    },
+    /// Read, parse and embed one document again, even if unchanged (restores a removed one).
+    Reindex {
+        #[command(flatten)]
+        kb: KbArg,
+        path: String,
     },
 }
 
@@ -62,8 +82,49 @@ pub fn search(ctx: &Ctx, args: SearchArgs) -> Result<()> {
 }
 
 pub fn run(ctx: &Ctx, command: KbCommand) -> Result<()> {
-    let KbCommand::Stats { kb, json } = command;
-    let mut kb = ctx.open_kb(&kb)?;
+    match command {
+        KbCommand::Stats { kb, json } => stats(ctx, &kb, json),
+        KbCommand::List { kb, json } => {
+            let kb = ctx.open_kb(&kb)?;
+            let documents = kb.store.list_documents()?;
+            let removed: Vec<String> = kb.store.excluded()?.into_iter().map(|(_, p)| p).collect();
+            if json {
+                let out = serde_json::json!({"documents": documents, "removed": removed});
+                println!("{}", serde_json::to_string_pretty(&out)?);
+                return Ok(());
+            }
+            for d in &documents {
+                println!(
+                    "{:<48} {:<5} {:>5} chunks  {}",
+                    d.path, d.kind, d.chunks, d.title
+                );
+            }
+            for p in &removed {
+                println!("{p:<48} removed (sextant kb reindex restores it)");
+            }
+            Ok(())
+        }
+        KbCommand::Remove { kb, path } => {
+            let mut kb = ctx.open_kb(&kb)?;
+            sextant::kb::documents::remove(&mut kb, &path)?;
+            println!("removed {path}; ingesting its folder leaves it out until `sextant kb reindex {path}`");
+            Ok(())
+        }
+        KbCommand::Reindex { kb, path } => {
+            let mut kb = ctx.open_kb(&kb)?;
+            let opts = sextant::kb::ingest::IngestOptions::isolated()?;
+            let report = sextant::kb::documents::reindex(&mut kb, &path, &opts)?;
+            if let Some((file, why)) = report.skipped.first() {
+                anyhow::bail!("{file}: {why}");
+            }
+            println!("re-indexed {path}: {} chunks", report.chunks_embedded);
+            Ok(())
+        }
+    }
+}
+
+fn stats(ctx: &Ctx, kb: &KbArg, json: bool) -> Result<()> {
+    let mut kb = ctx.open_kb(kb)?;
     let stats = kb.stats()?;
     if json {
         println!("{}", serde_json::to_string_pretty(&stats)?);

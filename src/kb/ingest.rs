@@ -67,6 +67,8 @@ pub struct IngestReport {
     /// (file, what of it was not read and why): ingested in part, read again next time.
     pub notes: Vec<(String, String)>,
     pub chunks_embedded: usize,
+    /// Files a user removed from the KB, left out (`sextant kb restore` adds one back).
+    pub excluded: Vec<String>,
     pub seconds: f64,
 }
 
@@ -229,6 +231,8 @@ pub fn ingest(
 pub struct IngestRun {
     pub files: Vec<RunFile>,
     roots: Vec<(String, bool)>,
+    /// Re-read the files even when their bytes are unchanged (re-indexing one document).
+    force: bool,
     report: IngestReport,
     since_checkpoint: usize,
     checkpoint_every: usize,
@@ -278,6 +282,7 @@ impl IngestRun {
         let mut run = IngestRun {
             files: Vec::new(),
             roots: Vec::new(),
+            force: false,
             report: IngestReport::default(),
             since_checkpoint: 0,
             checkpoint_every: opts.checkpoint_every,
@@ -298,11 +303,51 @@ impl IngestRun {
         Ok(run)
     }
 
-    /// File `i`: the work to do when it is new or changed; None when it is unchanged or
-    /// cannot be read (then it is in the report).
+    /// A run over one stored document (`root`, `path` as the store has them) that reads it
+    /// again even if unchanged, and deletes nothing else: re-indexing one document.
+    pub fn for_document(
+        writer: WriterLock,
+        root: &str,
+        path: &str,
+        opts: &IngestOptions,
+    ) -> Result<Self> {
+        let abs = Path::new(root).join(path);
+        if !abs.is_file() {
+            anyhow::bail!(
+                "{} is gone; ingest its folder again to drop it from the knowledge base",
+                abs.display()
+            );
+        }
+        let mut run = IngestRun::with_lock(writer, &[], opts)?;
+        run.force = true;
+        run.files.push(RunFile {
+            root: root.to_string(),
+            candidate: Candidate {
+                abs,
+                rel: path.to_string(),
+            },
+        });
+        Ok(run)
+    }
+
+    /// File `i`: the work to do when it is new or changed; None when it is unchanged,
+    /// removed by the user, or cannot be read (then it is in the report).
     pub fn check(&mut self, kb: &KnowledgeBase, i: usize) -> Option<Work> {
         let RunFile { root, candidate } = &self.files[i];
-        match check_file(kb, root, candidate, self.max_file_bytes) {
+        match kb.store.is_excluded(root, &candidate.rel) {
+            Ok(true) if !self.force => {
+                self.report.excluded.push(candidate.rel.clone());
+                return None;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                self.report
+                    .skipped
+                    .push((candidate.rel.clone(), format!("{e:#}")));
+                return None;
+            }
+        }
+        match check_file(kb, root, candidate, self.max_file_bytes, self.force) {
             Ok(Some(work)) => Some(work),
             Ok(None) => {
                 self.report.unchanged += 1;
@@ -397,6 +442,7 @@ fn check_file(
     root: &str,
     c: &Candidate,
     max_file_bytes: u64,
+    force: bool,
 ) -> Result<Option<Work>> {
     let meta = std::fs::metadata(&c.abs).context("cannot read")?;
     // Before reading: a huge file must not be read into memory only to be refused.
@@ -416,7 +462,7 @@ fn check_file(
     let existing = kb.store.document(root, &c.rel)?;
     let bytes = std::fs::read(&c.abs).context("cannot read")?;
     let hash = content_hash(&bytes);
-    if let Some(doc) = &existing {
+    if let Some(doc) = existing.as_ref().filter(|_| !force) {
         if doc.hash == hash {
             if doc.mtime_ns != mtime_ns {
                 kb.store.touch(doc.id, mtime_ns)?;

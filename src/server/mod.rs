@@ -193,6 +193,8 @@ const PROTOCOL_ROUTES: &[(&str, &str, &str)] = &[
     ("GET", "/api/kb", "kb"),
     ("GET", "/api/document", "document"),
     ("GET", "/api/document/file", "document_file"),
+    ("POST", "/api/document/remove", "remove_document"),
+    ("POST", "/api/document/reindex", "reindex_document"),
     ("GET", "/api/section", "section"),
     ("POST", "/api/search", "search"),
     ("POST", "/api/ask", "ask"),

@@ -236,7 +236,25 @@ impl Service {
                 let mut kb = self.kb();
                 let stats = kb.stats()?;
                 let documents = kb.store.list_documents()?;
-                Ok(json!({"kb": self.config.kb_dir, "stats": stats, "documents": documents}))
+                let removed: Vec<String> =
+                    kb.store.excluded()?.into_iter().map(|(_, p)| p).collect();
+                Ok(
+                    json!({"kb": self.config.kb_dir, "stats": stats, "documents": documents,
+                          "removed": removed}),
+                )
+            }
+            Request::RemoveDocument { path } => {
+                crate::kb::documents::remove(&mut self.kb(), &path).map_err(document_error)?;
+                Ok(json!({"removed": path}))
+            }
+            Request::ReindexDocument { path } => {
+                let opts = IngestOptions {
+                    isolation: self.config.parse_isolation.clone(),
+                    ..IngestOptions::default()
+                };
+                let report = crate::kb::documents::reindex(&mut self.kb(), &path, &opts)
+                    .map_err(document_error)?;
+                Ok(json!({ "summary": report }))
             }
             Request::Document { path } => document::render(&self.kb(), &path),
             Request::DocumentFile { path } => document::pdf_file(&self.kb(), &path),
@@ -466,6 +484,17 @@ impl Service {
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
+}
+
+/// Removing or re-indexing a document failed: an unknown path, another writer, or worse.
+fn document_error(e: anyhow::Error) -> ServiceError {
+    if let Some(missing) = e.downcast_ref::<crate::kb::documents::NoSuchDocument>() {
+        return ServiceError::NotFound(missing.to_string());
+    }
+    if e.downcast_ref::<crate::kb::lock::LockError>().is_some() {
+        return ServiceError::KbBusy(e.to_string());
+    }
+    ServiceError::Internal(e)
 }
 
 /// A protocol's model step failed: structured-generation errors keep their kind.

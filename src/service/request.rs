@@ -23,6 +23,15 @@ pub enum Request {
     DocumentFile {
         path: String,
     },
+    /// Removes a document from the knowledge base; ingests of its folder leave it out
+    /// until it is re-indexed.
+    RemoveDocument {
+        path: String,
+    },
+    /// Reads, parses and embeds a document again (restoring a removed one).
+    ReindexDocument {
+        path: String,
+    },
     /// A document's text with its structure: the section at `anchor` (with its
     /// subsections), the sections on `page`, or the whole document.
     Section {

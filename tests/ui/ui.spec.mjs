@@ -394,6 +394,31 @@ step("Interview: start shows one question", async () => {
   await screenshot("interview");
 });
 
+step("Library: one document re-indexed, removed (kept out), then restored", async () => {
+  const DOC = "deployment/canary-releases.md";
+  await show("library");
+  const row = page.locator(`li.doc-row:has(${tid("doc-item")}[data-path="${DOC}"])`);
+  await row.waitFor({ timeout: T_UI });
+  const chunks = (await row.locator(".doc-meta").textContent()).trim();
+  await row.locator(tid("doc-reindex")).click();
+  await page.waitForFunction(
+    (doc) => !document.querySelector(`li.doc-row:has([data-path="${doc}"]) .busy`),
+    DOC,
+    { timeout: T_INGEST },
+  );
+  const again = (await row.locator(".doc-meta").textContent()).trim();
+  assert(again === chunks, `re-indexing changed the chunk count: "${chunks}" → "${again}"`);
+  page.once("dialog", (d) => d.accept());
+  await row.locator(tid("doc-remove")).click();
+  const removed = page.locator(`${tid("doc-removed")}[data-path="${DOC}"]`);
+  await removed.waitFor({ timeout: T_UI });
+  assert((await page.locator(`${tid("doc-item")}[data-path="${DOC}"]`).count()) === 0, `${DOC} is still listed`);
+  await screenshot("library-removed");
+  await removed.locator(tid("doc-restore")).click();
+  await page.locator(`${tid("doc-item")}[data-path="${DOC}"]`).waitFor({ timeout: T_INGEST });
+  assert((await removed.count()) === 0, `${DOC} is still listed as removed`);
+});
+
 step("no console errors or CSP violations during the run", async () => {
   const v = await cspViolations();
   assert(v.length === 0, `CSP violations: ${v.join("; ")}`);

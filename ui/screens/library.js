@@ -78,16 +78,32 @@ export async function loadKb() {
     `${kb && kb.kb ? `Knowledge base ${kb.kb}` : "Knowledge base"}` +
     (statParts.length ? ` · ${statParts.join(" · ")}` : "");
   const docs = (kb && kb.documents) || [];
+  const removed = (kb && kb.removed) || [];
   const list = $("sx-doc-list");
-  if (!docs.length) {
+  if (!docs.length && !removed.length) {
     list.replaceChildren(el("li", { class: "muted empty", text: "No documents yet — add a folder." }));
     return;
   }
+  // Re-index reads one document again; Remove takes it out (ingests of its folder then
+  // leave it out); a removed document is listed with Restore (a re-index).
+  const action = (label, testid, title, fn) =>
+    el("button", {
+      type: "button",
+      class: "small doc-action",
+      "data-testid": testid,
+      title,
+      text: label,
+      onclick: (ev) => run(ev.currentTarget, fn),
+    });
+  const reindex = (path) => async () => {
+    await api("POST", "/api/document/reindex", { path });
+    await loadKb();
+  };
   list.replaceChildren(
     ...docs.map((d) =>
       el(
         "li",
-        {},
+        { class: "doc-row" },
         el(
           "button",
           {
@@ -101,6 +117,21 @@ export async function loadKb() {
           el("span", { class: "doc-path", text: d.path }),
           el("span", { class: "doc-meta", text: `${d.format || ""} · ${d.chunks ?? "?"} chunks` }),
         ),
+        action("Re-index", "doc-reindex", `Read ${d.path} again`, reindex(d.path)),
+        action("Remove", "doc-remove", `Take ${d.path} out of the knowledge base`, async () => {
+          if (!window.confirm(`Remove ${d.path} from the knowledge base? The file itself stays.`)) return;
+          await api("POST", "/api/document/remove", { path: d.path });
+          await loadKb();
+        }),
+      ),
+    ),
+    ...removed.map((path) =>
+      el(
+        "li",
+        { class: "doc-row removed", "data-testid": "doc-removed", dataset: { path } },
+        el("span", { class: "doc-path", text: path }),
+        el("span", { class: "muted", text: "removed" }),
+        action("Restore", "doc-restore", `Add ${path} back`, reindex(path)),
       ),
     ),
   );

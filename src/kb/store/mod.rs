@@ -61,6 +61,12 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(text, headings, tokeniz
 CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
     DELETE FROM chunks_fts WHERE rowid = old.id;
 END;
+-- Documents a user removed: later ingests of their folder leave them out until restored.
+CREATE TABLE IF NOT EXISTS excluded (
+    root TEXT NOT NULL,
+    path TEXT NOT NULL,
+    PRIMARY KEY (root, path)
+);
 ";
 
 /// A chunk ready to be stored.
@@ -370,6 +376,45 @@ impl Store {
             self.remove_vector(k)?;
         }
         Ok(())
+    }
+
+    /// Removes a document and keeps later ingests of its folder from adding it back.
+    pub fn exclude_document(&mut self, root: &str, path: &str) -> Result<()> {
+        self.remove_document(root, path)?;
+        self.conn.execute(
+            "INSERT OR IGNORE INTO excluded (root, path) VALUES (?1, ?2)",
+            params![root, path],
+        )?;
+        Ok(())
+    }
+
+    /// Lets ingests add an excluded document again; whether it was excluded.
+    pub fn include_document(&mut self, root: &str, path: &str) -> Result<bool> {
+        Ok(self.conn.execute(
+            "DELETE FROM excluded WHERE root = ?1 AND path = ?2",
+            params![root, path],
+        )? > 0)
+    }
+
+    pub fn is_excluded(&self, root: &str, path: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT 1 FROM excluded WHERE root = ?1 AND path = ?2",
+                params![root, path],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+
+    /// The removed documents, as (root, path).
+    pub fn excluded(&self) -> Result<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT root, path FROM excluded ORDER BY path, root")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     fn keys_of_document(&self, root: &str, path: &str) -> Result<Vec<u64>> {
