@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The desktop app as a new user meets it, under Xvfb: start sextant-desktop on an empty
-# KB, wait for its window titled "Sextant" and for the UI's first call through Tauri's
+# KB (first without its models: the first-run panel, then the engine starting once they
+# are there), wait for its window titled "Sextant" and for the UI's first call through Tauri's
 # invoke; then, with real clicks and typing (xdotool), add the sample folder through the
 # system's folder chooser (ingest runs through the `ingest` command and its events), ask
 # a question (the answer streams over a channel), and click the first
@@ -36,8 +37,37 @@ export DISPLAY=":$(head -1 "$TMP/displayfd" | tr -d '[:space:]')"
 [ "$DISPLAY" != ":" ] || fail "Xvfb did not start"
 
 # Software rendering: no GPU under Xvfb.
-WEBKIT_DISABLE_COMPOSITING_MODE=1 LIBGL_ALWAYS_SOFTWARE=1 SEXTANT_DESKTOP_TRACE=1 \
-  target/release/sextant-desktop --kb "$TMP/kb" --run-base "$TMP/runs" >"$TMP/app.log" 2>&1 &
+export WEBKIT_DISABLE_COMPOSITING_MODE=1 LIBGL_ALWAYS_SOFTWARE=1 SEXTANT_DESKTOP_TRACE=1
+
+# First run without the models: the engine cannot start, the first-run panel says why (the
+# error names `sextant models pull`), and the UI keeps checking; once the models are there
+# (linked in here, as a pull would put them), the engine starts without a restart.
+MODELS=${SEXTANT_MODELS:-$HOME/.local/share/sextant/models}
+NOMODELS="$TMP/no-models"
+mkdir -p "$NOMODELS"
+SEXTANT_MODELS="$NOMODELS" target/release/sextant-desktop --kb "$TMP/kb0" --run-base "$TMP/runs" \
+  >"$TMP/app0.log" 2>&1 &
+APP0=$!
+PIDS+=($APP0)
+for _ in $(seq 1 240); do
+  grep -q 'api health -> not_ready' "$TMP/app0.log" && break
+  kill -0 $APP0 2>/dev/null || { tail -20 "$TMP/app0.log"; fail "sextant-desktop without models exited"; }
+  sleep 0.5
+done
+grep -q 'api health -> not_ready' "$TMP/app0.log" || fail "the UI never asked the engine without models"
+grep -q 'sextant models pull' "$TMP/app0.log" || fail "the missing-model error does not name sextant models pull"
+sleep 1.5; scrot -o "$OUT/00-no-models.png"; echo "  screenshot $OUT/00-no-models.png"
+for m in "$MODELS"/*/; do ln -s "${m%/}" "$NOMODELS/"; done
+for _ in $(seq 1 120); do
+  grep -q 'api health -> ok' "$TMP/app0.log" && break
+  kill -0 $APP0 2>/dev/null || fail "sextant-desktop exited once the models were there"
+  sleep 0.5
+done
+grep -q 'api health -> ok' "$TMP/app0.log" || fail "the engine did not start once the models were there"
+echo "without models: the first-run panel, then the engine started once they were there"
+kill $APP0; wait $APP0 2>/dev/null || true
+
+target/release/sextant-desktop --kb "$TMP/kb" --run-base "$TMP/runs" >"$TMP/app.log" 2>&1 &
 APP=$!
 PIDS+=($APP)
 

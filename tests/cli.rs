@@ -632,7 +632,10 @@ fn kb_remove_keeps_a_document_out_and_reindex_restores_it() {
     assert!(o.status.success(), "{}", stderr(&o));
     let l = list(kb_dir);
     assert_eq!(l["removed"], serde_json::json!(["deploying.md"]), "{l}");
-    assert!(!l["documents"].to_string().contains("\"deploying.md\""), "{l}");
+    assert!(
+        !l["documents"].to_string().contains("\"deploying.md\""),
+        "{l}"
+    );
     let o = sextant(&["ingest", "--kb", kb_dir, "examples/kb/deployment"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout).to_string();
@@ -641,7 +644,10 @@ fn kb_remove_keeps_a_document_out_and_reindex_restores_it() {
     assert!(o.status.success(), "{}", stderr(&o));
     let l = list(kb_dir);
     assert_eq!(l["removed"], serde_json::json!([]), "{l}");
-    assert!(l["documents"].to_string().contains("\"deploying.md\""), "{l}");
+    assert!(
+        l["documents"].to_string().contains("\"deploying.md\""),
+        "{l}"
+    );
     let o = sextant(&["kb", "remove", "--kb", kb_dir, "nope.md"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("sextant kb list"), "{}", stderr(&o));

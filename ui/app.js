@@ -5,7 +5,7 @@ import { api, inTauri, setToken } from "./client.js";
 import { $, run, clearError } from "./dom.js";
 import { setupAsk } from "./screens/ask.js";
 import { setupInterview } from "./screens/interview.js";
-import { loadKb, setupLibrary } from "./screens/library.js";
+import { loadKb, setupLibrary, showFirstRun } from "./screens/library.js";
 import { openReader, setupReader } from "./screens/reader.js";
 import { enterRouter, setupRouter } from "./screens/router.js";
 
@@ -25,11 +25,28 @@ function show(name) {
   if (name === "router") enterRouter();
 }
 
+/** The engine's health line; when it cannot start (the desktop app without its models), the
+ * first-run panel says why and what to run, and checks again on request. */
 async function health() {
-  const h = await api("GET", "/api/health");
+  let h;
+  try {
+    h = await api("GET", "/api/health");
+  } catch (e) {
+    if (e.code !== "not_ready") throw e;
+    show("library");
+    const retry = async () => {
+      if (await health()) await loadKb();
+    };
+    showFirstRun("Sextant cannot start yet", `${e.message}\n\nSextant checks again every few seconds.`, { retry });
+    // Checked again until it starts (the models pulled in a terminal, say).
+    clearTimeout(health.again);
+    health.again = setTimeout(() => run(null, retry), 3000);
+    return false;
+  }
   const parts = [h.version ? `v${h.version}` : null, h.llm, h.embedder, inTauri() ? "desktop" : null];
   $("sx-health").textContent = parts.filter(Boolean).join(" · ");
   $("sx-health").title = h.kb ? `knowledge base: ${h.kb}` : "";
+  return true;
 }
 
 function init() {
@@ -53,8 +70,9 @@ function init() {
   setupRouter();
 
   show(location.hash.slice(1) || "library");
-  run(null, health);
-  run(null, loadKb);
+  run(null, async () => {
+    if (await health()) await loadKb();
+  });
   document.body.dataset.ready = "true";
 }
 

@@ -27,6 +27,7 @@ const ROUTE_OPS = {
   "GET /api/document": "document",
   "GET /api/document/file": "document_file",
   "POST /api/document/remove": "remove_document",
+  "POST /api/sample-kb": "sample_kb",
   "POST /api/document/reindex": "reindex_document",
   "POST /api/search": "search",
   "POST /api/ask": "ask",
@@ -91,6 +92,7 @@ function errorMessage(e, fallback) {
 function toError(e, fallback) {
   const err = new Error(errorMessage(e, fallback));
   if (e && e.error && e.error.type) err.type = e.error.type;
+  if (e && e.error && e.error.code) err.code = e.error.code;
   return err;
 }
 

@@ -38,12 +38,34 @@ struct Args {
 }
 
 /// The engine, or why it could not start (missing models, unreadable KB): the window
-/// opens either way and the UI shows the error, which names the fix, in its banner.
-struct Engine(Result<Arc<Service>, String>);
+/// opens either way and the UI's first-run panel shows the error, which names the fix.
+/// While it is not started, each request tries again (failing fast on a missing file), so
+/// pulling the models in a terminal and pressing "Check again" starts it.
+struct Engine {
+    state: Mutex<Result<Arc<Service>, String>>,
+    options: OpenOptions,
+}
 
 impl Engine {
+    fn open(options: OpenOptions) -> Self {
+        let state = Mutex::new(Self::start(&options));
+        Engine { state, options }
+    }
+
+    fn start(options: &OpenOptions) -> Result<Arc<Service>, String> {
+        let store = sextant::models::ModelStore::open(None);
+        Service::open(&store, options).map(Arc::new).map_err(|e| {
+            eprintln!("error: {e:#}");
+            format!("{e:#}")
+        })
+    }
+
     fn get(&self) -> Result<Arc<Service>, Value> {
-        self.0
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.is_err() {
+            *state = Self::start(&self.options);
+        }
+        state
             .clone()
             .map_err(|message| error_body(&message, "not_ready"))
     }
@@ -76,7 +98,11 @@ fn trace<T>(what: &str, result: &Result<T, ServiceError>) {
 /// Every protocol request of docs/API.md, as `invoke("api", {request: {op, ...}})`.
 #[tauri::command]
 async fn api(engine: State<'_, Engine>, request: Value) -> Result<Value, Value> {
-    let svc = engine.get()?;
+    let svc = engine.get().inspect_err(|_| {
+        if std::env::var_os("SEXTANT_DESKTOP_TRACE").is_some() {
+            eprintln!("api {} -> not_ready", request["op"].as_str().unwrap_or("?"));
+        }
+    })?;
     tauri::async_runtime::spawn_blocking(move || {
         let op = request["op"].as_str().unwrap_or("?").to_string();
         let r = Request::from_json(request).and_then(|req| svc.handle(req));
@@ -233,25 +259,15 @@ fn main() {
     let args = Args::parse();
     sextant::llm::configure_threads(None);
     sextant::llm::tune_allocator();
-    let store = sextant::models::ModelStore::open(None);
-    let engine = match Service::open(
-        &store,
-        &OpenOptions {
-            kb: args.kb,
-            llm: args.llm,
-            embedder: None,
-            flow: args.flow,
-            run_base: args.run_base,
-            parse_isolation: worker::Isolation::current_exe().ok(),
-            lazy_llm: false,
-        },
-    ) {
-        Ok(s) => Engine(Ok(Arc::new(s))),
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            Engine(Err(format!("{e:#}")))
-        }
-    };
+    let engine = Engine::open(OpenOptions {
+        kb: args.kb,
+        llm: args.llm,
+        embedder: None,
+        flow: args.flow,
+        run_base: args.run_base,
+        parse_isolation: worker::Isolation::current_exe().ok(),
+        lazy_llm: false,
+    });
     tauri::Builder::default()
         .manage(engine)
         .manage(Asking::default())

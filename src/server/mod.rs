@@ -194,6 +194,7 @@ const PROTOCOL_ROUTES: &[(&str, &str, &str)] = &[
     ("GET", "/api/document", "document"),
     ("GET", "/api/document/file", "document_file"),
     ("POST", "/api/document/remove", "remove_document"),
+    ("POST", "/api/sample-kb", "sample_kb"),
     ("POST", "/api/document/reindex", "reindex_document"),
     ("GET", "/api/section", "section"),
     ("POST", "/api/search", "search"),

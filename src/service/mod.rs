@@ -14,6 +14,7 @@ pub mod document;
 mod error;
 mod model;
 mod request;
+mod sample;
 mod section;
 
 use std::collections::HashMap;
@@ -242,6 +243,10 @@ impl Service {
                     json!({"kb": self.config.kb_dir, "stats": stats, "documents": documents,
                           "removed": removed}),
                 )
+            }
+            Request::SampleKb => {
+                let path = sample::write_sample(&crate::data_dir())?;
+                Ok(json!({ "path": path }))
             }
             Request::RemoveDocument { path } => {
                 crate::kb::documents::remove(&mut self.kb(), &path).map_err(document_error)?;

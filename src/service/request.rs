@@ -18,6 +18,9 @@ pub enum Request {
     Document {
         path: String,
     },
+    /// Writes the sample knowledge base's documents out and returns their folder, for a
+    /// first run to ingest.
+    SampleKb,
     /// A PDF document's own bytes (base64), for the Reader to show its pages; refused when
     /// the file changed since it was ingested, as the cited pages may have moved.
     DocumentFile {

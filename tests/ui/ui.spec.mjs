@@ -189,10 +189,14 @@ step("open / : title, no console errors, no CSP violations", async () => {
   assert(await page.locator(tid("screen-library")).isVisible(), "the Library is not the first screen");
 });
 
-step("Library: add the sample KB folder, list ≥ 10 documents", async () => {
+step("Library: the first-run panel offers the sample KB; adding it lists ≥ 10 documents", async () => {
   await show("library");
-  await page.fill(tid("folder-input"), SAMPLE_KB);
-  await page.click(tid("add-folder"));
+  const panel = page.locator(tid("first-run"));
+  assert(await panel.isVisible(), "an empty knowledge base shows no first-run panel");
+  const offer = (await page.locator(tid("first-run-text")).textContent()).trim();
+  assert(/sample/.test(offer) && /folder/.test(offer), `first-run text: "${offer}"`);
+  await screenshot("first-run");
+  await page.click(tid("add-sample"));
   await page.locator(tid("ingest-progress")).waitFor({ state: "visible" });
   await waitForResult(tid("ingest-summary"), T_INGEST, "ingest");
   const label = (await page.locator(tid("ingest-label")).textContent()).trim();
@@ -206,6 +210,9 @@ step("Library: add the sample KB folder, list ≥ 10 documents", async () => {
   assert(/\d/.test(stats), `KB stats line shows no numbers: "${stats}"`);
   const paths = await page.locator(tid("doc-item")).evaluateAll((els) => els.map((e) => e.dataset.path));
   assert(paths.includes(QUESTION_FILE), `the list lacks ${QUESTION_FILE}: ${paths.join(", ")}`);
+  assert(!(await panel.isVisible()), "the first-run panel stayed after the sample was added");
+  const folder = await page.locator(tid("folder-input")).inputValue();
+  assert(folder.endsWith("sample-kb"), `the sample was ingested from "${folder}"`);
   await screenshot("library");
 });
 

@@ -81,9 +81,17 @@ export async function loadKb() {
   const removed = (kb && kb.removed) || [];
   const list = $("sx-doc-list");
   if (!docs.length && !removed.length) {
+    showFirstRun(
+      "Welcome to Sextant",
+      "Add a folder of your own documentation above (Markdown, HTML, PDF, Word DOCX or text; " +
+        "nothing leaves this machine), or try Sextant first on the sample knowledge base: " +
+        "an operations handbook of 20 documents.",
+      { sample: true },
+    );
     list.replaceChildren(el("li", { class: "muted empty", text: "No documents yet — add a folder." }));
     return;
   }
+  $("sx-first-run").hidden = true;
   // Re-index reads one document again; Remove takes it out (ingests of its folder then
   // leave it out); a removed document is listed with Restore (a re-index).
   const action = (label, testid, title, fn) =>
@@ -137,9 +145,30 @@ export async function loadKb() {
   );
 }
 
+/**
+ * The first-run panel: what to do on an empty knowledge base (with the sample offered), or
+ * why the engine cannot start (missing models: the message names the fix) with a retry.
+ */
+export function showFirstRun(title, text, { sample = false, retry = null } = {}) {
+  $("sx-first-run-title").textContent = title;
+  $("sx-first-run-text").textContent = text;
+  $("sx-add-sample").hidden = !sample;
+  const again = $("sx-first-run-retry");
+  again.hidden = !retry;
+  again.onclick = retry ? () => run(again, retry) : null;
+  $("sx-first-run").hidden = false;
+}
+
+async function addSample() {
+  const out = await api("POST", "/api/sample-kb", {});
+  $("sx-folder").value = out.path;
+  await ingestFolder(out.path);
+}
+
 /** Wires the folder form and Re-index; the list itself is loaded by the caller. */
 export function setupLibrary() {
   $("sx-folder").value = lastFolder;
+  $("sx-add-sample").addEventListener("click", () => run($("sx-add-sample"), addSample));
   $("sx-ingest-form").addEventListener("submit", (e) => {
     e.preventDefault();
     run($("sx-add-folder"), () => ingestFolder($("sx-folder").value));
