@@ -36,6 +36,15 @@ for _ in $(seq 1 50); do [ -s "$TMP/displayfd" ] && break; sleep 0.1; done
 export DISPLAY=":$(head -1 "$TMP/displayfd" | tr -d '[:space:]')"
 [ "$DISPLAY" != ":" ] || fail "Xvfb did not start"
 
+until_logged() { # LOG PATTERN PID WHAT: wait until PATTERN is in LOG while PID lives
+  for _ in $(seq 1 240); do
+    grep -q -- "$2" "$1" && return 0
+    kill -0 "$3" 2>/dev/null || { tail -20 "$1"; fail "sextant-desktop exited before $4"; }
+    sleep 0.5
+  done
+  fail "timed out waiting for $4"
+}
+
 # Software rendering: no GPU under Xvfb.
 export WEBKIT_DISABLE_COMPOSITING_MODE=1 LIBGL_ALWAYS_SOFTWARE=1 SEXTANT_DESKTOP_TRACE=1
 
@@ -49,21 +58,11 @@ SEXTANT_MODELS="$NOMODELS" target/release/sextant-desktop --kb "$TMP/kb0" --run-
   >"$TMP/app0.log" 2>&1 &
 APP0=$!
 PIDS+=($APP0)
-for _ in $(seq 1 240); do
-  grep -q 'api health -> not_ready' "$TMP/app0.log" && break
-  kill -0 $APP0 2>/dev/null || { tail -20 "$TMP/app0.log"; fail "sextant-desktop without models exited"; }
-  sleep 0.5
-done
-grep -q 'api health -> not_ready' "$TMP/app0.log" || fail "the UI never asked the engine without models"
+until_logged "$TMP/app0.log" 'api health -> not_ready' $APP0 "the UI asked the engine without models"
 grep -q 'sextant models pull' "$TMP/app0.log" || fail "the missing-model error does not name sextant models pull"
 sleep 1.5; scrot -o "$OUT/00-no-models.png"; echo "  screenshot $OUT/00-no-models.png"
 for m in "$MODELS"/*/; do ln -s "${m%/}" "$NOMODELS/"; done
-for _ in $(seq 1 120); do
-  grep -q 'api health -> ok' "$TMP/app0.log" && break
-  kill -0 $APP0 2>/dev/null || fail "sextant-desktop exited once the models were there"
-  sleep 0.5
-done
-grep -q 'api health -> ok' "$TMP/app0.log" || fail "the engine did not start once the models were there"
+until_logged "$TMP/app0.log" 'api health -> ok' $APP0 "the engine started once the models were there"
 echo "without models: the first-run panel, then the engine started once they were there"
 kill $APP0; wait $APP0 2>/dev/null || true
 
@@ -81,12 +80,7 @@ done
 [ -n "$WID" ] || fail "no window titled Sextant within 120 s"
 echo "window $WID: $(xdotool getwindowname "$WID"), $(xdotool getwindowgeometry "$WID" | tail -1 | xargs)"
 
-for _ in $(seq 1 120); do
-  grep -q 'api health -> ok' "$TMP/app.log" && break
-  kill -0 $APP 2>/dev/null || fail "sextant-desktop exited"
-  sleep 0.5
-done
-grep -q 'api health -> ok' "$TMP/app.log" || fail "the UI never reached the engine through invoke"
+until_logged "$TMP/app.log" 'api health -> ok' $APP "the UI reached the engine through invoke"
 wait_for() { # COUNT PATTERN WHAT: wait until PATTERN occurs COUNT times in the app's trace
   for _ in $(seq 1 360); do
     [ "$(grep -c -- "$2" "$TMP/app.log" || true)" -ge "$1" ] && return 0

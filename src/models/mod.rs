@@ -141,15 +141,20 @@ impl ModelStore {
             .iter()
             .find(|s| s.name == name)
             .cloned()
-            .ok_or_else(|| ModelError::Unknown {
-                name: name.to_string(),
-                dir: self.dir.clone(),
-                known: specs
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
+            .ok_or_else(|| self.unknown(name, &specs))
+    }
+
+    /// `name` is none of `specs`: the error lists those there are.
+    fn unknown(&self, name: &str, specs: &[ModelSpec]) -> ModelError {
+        ModelError::Unknown {
+            name: name.to_string(),
+            dir: self.dir.clone(),
+            known: specs
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
     }
 
     /// The model to use for `role`: `name` if given, else the manifest's default.
@@ -244,15 +249,7 @@ impl ModelStore {
                     all.iter()
                         .find(|s| &s.name == n)
                         .cloned()
-                        .ok_or_else(|| ModelError::Unknown {
-                            name: n.clone(),
-                            dir: self.dir.clone(),
-                            known: all
-                                .iter()
-                                .map(|s| s.name.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", "),
-                        })
+                        .ok_or_else(|| self.unknown(n, &all))
                 })
                 .collect::<Result<_, _>>()?
         };
