@@ -652,3 +652,45 @@ fn kb_remove_keeps_a_document_out_and_reindex_restores_it() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("sextant kb list"), "{}", stderr(&o));
 }
+
+/// An image file is read only when asked (`--images`): with Tesseract its text is found,
+/// without it the image is skipped with the package named; an ingest without `--images`
+/// keeps what an earlier one read.
+#[test]
+fn images_are_read_with_ocr_only_when_asked() {
+    let src = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        "tests/fixtures/ocr/scanned-note.png",
+        src.path().join("scanned-note.png"),
+    )
+    .unwrap();
+    std::fs::write(src.path().join("notes.md"), "# Notes\n\nNothing about filters.\n").unwrap();
+    let kb = tempfile::tempdir().unwrap();
+    let (kb_dir, src_dir) = (kb.path().to_str().unwrap(), src.path().to_str().unwrap());
+    let o = sextant(&["ingest", "--kb", kb_dir, src_dir]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(out.contains("1 added") && !out.contains("scanned-note"), "{out}");
+    let o = sextant_env(
+        &["ingest", "--kb", kb_dir, "--images", src_dir],
+        &[("SEXTANT_TESSERACT", "")],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        out.contains("skipped scanned-note.png") && out.contains("apt install tesseract-ocr"),
+        "{out}"
+    );
+    let o = sextant(&["ingest", "--kb", kb_dir, "--images", src_dir]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = search_json(kb_dir, "where are the spare coolant filters kept");
+    let top = &v["hits"][0];
+    assert_eq!(top["file"], "scanned-note.png", "{v}");
+    let text = top["text"].as_str().unwrap().to_lowercase();
+    assert!(text.contains("cabinet 7") && text.contains("coolant"), "{text}");
+    // Without --images the image read before stays.
+    let o = sextant(&["ingest", "--kb", kb_dir, src_dir]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(out.contains("0 removed"), "{out}");
+    assert_eq!(search_json(kb_dir, "spare coolant filters")["hits"][0]["file"], "scanned-note.png");
+}

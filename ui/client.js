@@ -10,7 +10,7 @@
 //   invoke("ask_stop", {id})             -> stops that answer
 //   invoke("pick_folder")                -> the folder chosen in the system's chooser, or null
 //   event "tauri://drag-drop" {paths}    -> folders dropped on the window
-//   invoke("ingest", {path})             -> progress arrives as events
+//   invoke("ingest", {path, images})     -> progress arrives as events
 //       "ingest://progress" {done, total, file}
 //       "ingest://done"     {summary}
 //       "ingest://error"    {error: {message, ...}}
@@ -303,12 +303,12 @@ export function sseParser() {
  * promise resolves to the done summary (the `summary` of the done event) or rejects with
  * the error event's message.
  */
-export function ingest(path, onProgress = () => {}) {
+export function ingest(path, onProgress = () => {}, { images = false } = {}) {
   const t = tauri();
-  return t ? ingestTauri(t, path, onProgress) : ingestHttp(path, onProgress);
+  return t ? ingestTauri(t, path, images, onProgress) : ingestHttp(path, images, onProgress);
 }
 
-async function ingestTauri(t, path, onProgress) {
+async function ingestTauri(t, path, images, onProgress) {
   const listen = t.event && t.event.listen;
   if (typeof listen !== "function") {
     throw new Error("Tauri event API missing (window.__TAURI__.event.listen)");
@@ -323,7 +323,7 @@ async function ingestTauri(t, path, onProgress) {
       ])
         .then((fns) => {
           unlisten.push(...fns);
-          return t.core.invoke("ingest", { path });
+          return t.core.invoke("ingest", { path, images });
         })
         .then((ret) => {
           // The command may also return the summary itself; the done event usually wins.
@@ -346,13 +346,13 @@ function summaryOf(payload) {
   return payload && typeof payload === "object" && "summary" in payload ? payload.summary : payload;
 }
 
-async function ingestHttp(path, onProgress) {
+async function ingestHttp(path, images, onProgress) {
   let res;
   try {
     res = await fetch("/api/ingest", {
       method: "POST",
       headers: { ...headers(true), Accept: "text/event-stream" },
-      body: JSON.stringify({ path }),
+      body: JSON.stringify({ path, images }),
       cache: "no-store",
     });
   } catch (e) {

@@ -214,6 +214,7 @@ async fn ingest(
     app: tauri::AppHandle,
     engine: State<'_, Engine>,
     path: Option<String>,
+    images: Option<bool>,
 ) -> Result<Value, Value> {
     let svc = engine.get()?;
     tauri::async_runtime::spawn_blocking(move || {
@@ -222,7 +223,7 @@ async fn ingest(
             .filter(|p| !p.is_empty())
             .map(PathBuf::from);
         let result = svc.ingest_target(path.as_deref()).and_then(|path| {
-            svc.ingest(&path, &mut |done, total, file| {
+            svc.ingest(&path, images.unwrap_or(false), &mut |done, total, file| {
                 let _ = app.emit(
                     "ingest://progress",
                     json!({"done": done, "total": total, "file": file}),

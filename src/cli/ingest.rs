@@ -20,6 +20,10 @@ pub struct IngestArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// Also read image files (PNG, JPEG, TIFF, …) with OCR (needs Tesseract). Off by
+    /// default: diagrams and screenshots would add noise and take seconds each.
+    #[arg(long)]
+    images: bool,
     /// Longest time one file may take to parse; a file that takes longer is skipped.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     parse_timeout: u64,
@@ -31,6 +35,7 @@ pub struct IngestArgs {
 pub fn run(ctx: &Ctx, args: IngestArgs) -> Result<()> {
     let mut kb = ctx.open_kb(&args.kb)?;
     let mut opts = IngestOptions::isolated()?;
+    opts.images = args.images;
     if let Some(iso) = opts.isolation.as_mut() {
         iso.timeout = std::time::Duration::from_secs(args.parse_timeout.max(1));
     }

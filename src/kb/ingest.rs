@@ -33,6 +33,10 @@ pub struct IngestOptions {
     /// it, parsing runs in this process, where a panic is caught but a stack overflow or
     /// an endless loop in a parser would stop the whole ingest.
     pub isolation: Option<parse::worker::Isolation>,
+    /// Also read image files, with OCR. Off by default: documentation folders hold many
+    /// diagrams and screenshots, and OCR takes seconds per image. An ingest without it
+    /// keeps the images an earlier one read.
+    pub images: bool,
 }
 
 impl Default for IngestOptions {
@@ -42,6 +46,7 @@ impl Default for IngestOptions {
             max_file_bytes: parse::DEFAULT_MAX_FILE_BYTES,
             checkpoint_every: 16,
             isolation: None,
+            images: false,
         }
     }
 }
@@ -89,7 +94,7 @@ pub struct Candidate {
 /// The documents under `root`, and the entries with a document's name that are not
 /// regular files (links are not followed: they could lead out of the folder or in a
 /// circle; a FIFO or device would block the read), each with why it is skipped.
-fn candidates(root: &Path) -> (Vec<Candidate>, Vec<(String, String)>) {
+fn candidates(root: &Path, images: bool) -> (Vec<Candidate>, Vec<(String, String)>) {
     if root.is_file() {
         let rel = root
             .file_name()
@@ -109,8 +114,10 @@ fn candidates(root: &Path) -> (Vec<Candidate>, Vec<(String, String)>) {
         .require_git(false)
         .build();
     for e in walk.flatten() {
-        if DocKind::from_path(e.path()).is_none() {
-            continue;
+        match DocKind::from_path(e.path()) {
+            None => continue,
+            Some(DocKind::Image) if !images => continue,
+            Some(_) => {}
         }
         let Ok(rel) = e.path().strip_prefix(root) else {
             continue;
@@ -233,6 +240,8 @@ pub struct IngestRun {
     roots: Vec<(String, bool)>,
     /// Re-read the files even when their bytes are unchanged (re-indexing one document).
     force: bool,
+    /// Image files are read (see `IngestOptions::images`).
+    images: bool,
     report: IngestReport,
     since_checkpoint: usize,
     checkpoint_every: usize,
@@ -283,6 +292,7 @@ impl IngestRun {
             files: Vec::new(),
             roots: Vec::new(),
             force: false,
+            images: opts.images,
             report: IngestReport::default(),
             since_checkpoint: 0,
             checkpoint_every: opts.checkpoint_every,
@@ -292,7 +302,7 @@ impl IngestRun {
         };
         for root in roots {
             let key = root_key(root)?;
-            let (files, not_files) = candidates(root);
+            let (files, not_files) = candidates(root, opts.images);
             run.report.skipped.extend(not_files);
             run.files.extend(files.into_iter().map(|candidate| RunFile {
                 root: key.clone(),
@@ -424,6 +434,11 @@ impl IngestRun {
                 continue;
             }
             for doc in kb.store.documents_under(key)? {
+                // Images were not looked for: those read before stay.
+                let image = DocKind::from_path(Path::new(&doc.path)) == Some(DocKind::Image);
+                if image && !self.images {
+                    continue;
+                }
                 if !seen.contains(&(key.as_str(), doc.path.as_str())) {
                     kb.store.remove_document(key, &doc.path)?;
                     self.report.removed.push(doc.path);

@@ -414,6 +414,7 @@ async fn ingest(State(app): State<App>, body: Result<Bytes, BytesRejection>) -> 
         .map(str::trim)
         .filter(|p| !p.is_empty())
         .map(std::path::PathBuf::from);
+    let images = body["images"].as_bool().unwrap_or(false);
     // A folder that does not exist is a plain error, before any event is streamed.
     let path = app.svc.ingest_target(path.as_deref())?;
     let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(256);
@@ -422,7 +423,7 @@ async fn ingest(State(app): State<App>, body: Result<Bytes, BytesRejection>) -> 
         let send = |name: &str, v: Value| {
             let _ = tx.blocking_send(Ok(Event::default().event(name).data(v.to_string())));
         };
-        let result = svc.ingest(&path, &mut |done, total, file| {
+        let result = svc.ingest(&path, images, &mut |done, total, file| {
             send(
                 "progress",
                 json!({"done": done, "total": total, "file": file}),

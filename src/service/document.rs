@@ -43,7 +43,7 @@ pub fn render(kb: &KnowledgeBase, path: &str) -> Result<Value, ServiceError> {
             );
         }
         match doc.kind.as_str() {
-            "pdf" | "text" => {
+            "pdf" | "text" | "image" => {
                 for para in s
                     .text
                     .split("\n\n")

@@ -446,16 +446,18 @@ impl Service {
             .map_err(|e| ServiceError::BadRequest(format!("{}: {e}", path.display())))
     }
 
-    /// Ingests a folder or file (see `ingest_target`), reporting `(done, total, file)` as
-    /// it goes.
+    /// Ingests a folder or file (see `ingest_target`; `images`: image files too, with
+    /// OCR), reporting `(done, total, file)` as it goes.
     pub fn ingest(
         &self,
         path: &Path,
+        images: bool,
         on_progress: &mut dyn FnMut(usize, usize, &str),
     ) -> Result<Value, ServiceError> {
         let path = self.ingest_target(Some(path))?;
         let opts = IngestOptions {
             isolation: self.config.parse_isolation.clone(),
+            images,
             ..IngestOptions::default()
         };
         // The KB is held only to check and to commit each file, never while a file is

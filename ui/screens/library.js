@@ -22,6 +22,7 @@ function describeSummary(s) {
     if (s[key] != null) parts.push(`${count(s[key])} ${key}`);
   }
   if (s.skipped != null) parts.push(`${count(s.skipped)} skipped`);
+  if (count(s.excluded) > 0) parts.push(`${count(s.excluded)} left out (removed by you)`);
   if (s.chunks_embedded != null) parts.push(`${s.chunks_embedded} chunks embedded`);
   if (typeof s.seconds === "number") parts.push(`${s.seconds.toFixed(1)} s`);
   return parts.length ? `Done: ${parts.join(", ")}.` : "Done.";
@@ -49,7 +50,9 @@ async function ingestFolder(path) {
   setProgress(0, 0, "scanning…");
   let summary;
   try {
-    summary = await ingest(path, (p) => setProgress(p.done ?? 0, p.total ?? 0, p.file ?? ""));
+    summary = await ingest(path, (p) => setProgress(p.done ?? 0, p.total ?? 0, p.file ?? ""), {
+      images: $("sx-images").checked,
+    });
   } catch (e) {
     $("sx-ingest-progress").hidden = true;
     throw e;

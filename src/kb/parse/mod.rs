@@ -30,6 +30,8 @@ pub enum DocKind {
     Pdf,
     Docx,
     Text,
+    /// An image file, read with OCR (`ocr::parse_image`) when an ingest asks for images.
+    Image,
 }
 
 impl DocKind {
@@ -41,6 +43,8 @@ impl DocKind {
             "pdf" => DocKind::Pdf,
             "docx" => DocKind::Docx,
             "txt" | "text" | "rst" | "log" | "adoc" => DocKind::Text,
+            "png" | "jpg" | "jpeg" | "tif" | "tiff" | "bmp" | "gif" | "webp" | "pnm" | "pgm"
+            | "ppm" => DocKind::Image,
             _ => return None,
         })
     }
@@ -52,6 +56,7 @@ impl DocKind {
             DocKind::Pdf => "pdf",
             DocKind::Docx => "docx",
             DocKind::Text => "text",
+            DocKind::Image => "image",
         }
     }
 }
@@ -98,12 +103,16 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<ParsedDoc> {
     match kind {
         DocKind::Pdf => pdf::parse(bytes, &stem),
         DocKind::Docx => docx::parse(bytes, &stem),
+        DocKind::Image => {
+            let text = ocr::parse_image(bytes)?;
+            Ok(one_section(&text, path, DocKind::Image))
+        }
         _ => {
             let text = decode_text(bytes)?;
             Ok(match kind {
                 DocKind::Markdown => markdown::parse(&text, &stem),
                 DocKind::Html => html::parse(&text, &stem),
-                _ => plain_text(&text, path),
+                _ => one_section(&text, path, DocKind::Text),
             })
         }
     }
@@ -131,13 +140,14 @@ fn decode_text(bytes: &[u8]) -> Result<String> {
     })
 }
 
-fn plain_text(text: &str, path: &Path) -> ParsedDoc {
+/// Plain text (and an image's OCR text): one section named after the file.
+fn one_section(text: &str, path: &Path, kind: DocKind) -> ParsedDoc {
     let name = path
         .file_name()
         .map(|s| s.to_string_lossy().to_string())
         .unwrap_or_default();
     ParsedDoc {
-        kind: DocKind::Text,
+        kind,
         notes: Vec::new(),
         title: name.clone(),
         sections: vec![Section {

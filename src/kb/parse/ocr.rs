@@ -28,6 +28,19 @@ pub fn tesseract() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// An image file's text, read by Tesseract: an error names the package when it is
+/// missing, or says the image holds no text.
+pub fn parse_image(bytes: &[u8]) -> Result<String> {
+    let Some(program) = tesseract() else {
+        bail!("an image, which is read with OCR: {INSTALL_HINT}");
+    };
+    let text = image_text(&program, bytes)?;
+    if text.trim().is_empty() {
+        bail!("no text found in the image (OCR)");
+    }
+    Ok(text)
+}
+
 /// The text Tesseract reads in an image (any format Leptonica reads: JPEG, PNG, PNM,
 /// TIFF…), with a paragraph's lines joined.
 pub fn image_text(program: &PathBuf, image: &[u8]) -> Result<String> {
