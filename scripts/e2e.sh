@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end tests over loopback: `sextant serve` on a fresh KB with a token, then the
-# official openai Python client (tests/openai/) and the UI in Debian's Chromium driven by
-# Playwright (tests/ui/); then `sextant mcp` on its own copy of the sample KB, driven by
+# official openai Python client (tests/openai/); the UI in Debian's Chromium driven by
+# Playwright (tests/ui/) on a second server whose KB starts empty, as a new user's does
+# (the first-run panel); then `sextant mcp` on its own copy of the sample KB, driven by
 # the official MCP Python SDK (tests/mcp/). Needs `make e2e-deps` (what `make test` runs
 # first).
 set -euo pipefail
@@ -11,16 +12,22 @@ VENV=target/e2e-venv
 OUT=${OUT_DIR:-test-output}
 TMP=$(mktemp -d)
 TOKEN="e2e-$RANDOM$RANDOM"
-"$BIN" serve --kb "$TMP/kb" --port 0 --token "$TOKEN" --run-base "$TMP/runs" 2>"$TMP/serve.log" &
-PID=$!
-trap 'kill $PID 2>/dev/null || true; wait $PID 2>/dev/null || true; rm -rf "$TMP"' EXIT
-for _ in $(seq 1 240); do
-  grep -q "listening on" "$TMP/serve.log" && break
-  if ! kill -0 $PID 2>/dev/null; then cat "$TMP/serve.log"; echo "sextant serve did not start"; exit 1; fi
-  sleep 0.5
-done
-URL=$(grep -o 'http://[0-9.:]*' "$TMP/serve.log" | head -1)
-[ -n "$URL" ] || { cat "$TMP/serve.log"; echo "sextant serve did not start in time"; exit 1; }
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null || true; wait $p 2>/dev/null || true; done; rm -rf "$TMP"' EXIT
+# `serve NAME`: `sextant serve` on the fresh KB $TMP/NAME; sets URL.
+serve() {
+  "$BIN" serve --kb "$TMP/$1" --port 0 --token "$TOKEN" --run-base "$TMP/runs" 2>"$TMP/$1.log" &
+  local pid=$!
+  PIDS+=($pid)
+  for _ in $(seq 1 240); do
+    grep -q "listening on" "$TMP/$1.log" && break
+    if ! kill -0 $pid 2>/dev/null; then cat "$TMP/$1.log"; echo "sextant serve did not start"; exit 1; fi
+    sleep 0.5
+  done
+  URL=$(grep -o 'http://[0-9.:]*' "$TMP/$1.log" | head -1)
+  [ -n "$URL" ] || { cat "$TMP/$1.log"; echo "sextant serve did not start in time"; exit 1; }
+}
+serve kb
 echo "== sextant serve at $URL"
 echo "== openai Python client (tests/openai)"
 SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN "$VENV/bin/python" tests/openai/test_openai_client.py
@@ -31,7 +38,8 @@ SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN SEXTANT_SAMPLE_KB="$PWD/examples/kb" \
   "$VENV/bin/python" tests/openai/test_load.py
 echo "== grounded answers as OpenAI models (tests/openai/test_grounded.py)"
 SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN "$VENV/bin/python" tests/openai/test_grounded.py
-echo "== UI in Chromium (tests/ui), screenshots in $OUT/ui"
+echo "== UI in Chromium (tests/ui), screenshots in $OUT/ui, on a server of its own with an empty KB"
+serve ui-kb
 SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN SEXTANT_SAMPLE_KB="$PWD/examples/kb" OUT_DIR="$OUT/ui" \
   node tests/ui/ui.spec.mjs
 echo "== sextant mcp over stdio, the MCP Python SDK (tests/mcp)"
