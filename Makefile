@@ -55,7 +55,7 @@ bundle: desktop
 
 # What Tauri needs on Debian/Ubuntu (webkit2gtk 4.1 and friends), and Xvfb, xdotool and
 # scrot for the window smoke test.
-DESKTOP_PKGS := libwebkit2gtk-4.1-dev libxdo-dev libssl-dev librsvg2-dev build-essential file xvfb xdotool scrot
+DESKTOP_PKGS := libwebkit2gtk-4.1-dev libxdo-dev libssl-dev librsvg2-dev build-essential file xvfb xdotool scrot xclip
 desktop-deps:
 	@dpkg -s $(DESKTOP_PKGS) >/dev/null 2>&1 || { $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $(DESKTOP_PKGS); }
 
