@@ -664,13 +664,20 @@ fn images_are_read_with_ocr_only_when_asked() {
         src.path().join("scanned-note.png"),
     )
     .unwrap();
-    std::fs::write(src.path().join("notes.md"), "# Notes\n\nNothing about filters.\n").unwrap();
+    std::fs::write(
+        src.path().join("notes.md"),
+        "# Notes\n\nNothing about filters.\n",
+    )
+    .unwrap();
     let kb = tempfile::tempdir().unwrap();
     let (kb_dir, src_dir) = (kb.path().to_str().unwrap(), src.path().to_str().unwrap());
     let o = sextant(&["ingest", "--kb", kb_dir, src_dir]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(out.contains("1 added") && !out.contains("scanned-note"), "{out}");
+    assert!(
+        out.contains("1 added") && !out.contains("scanned-note"),
+        "{out}"
+    );
     let o = sextant_env(
         &["ingest", "--kb", kb_dir, "--images", src_dir],
         &[("SEXTANT_TESSERACT", "")],
@@ -687,10 +694,16 @@ fn images_are_read_with_ocr_only_when_asked() {
     let top = &v["hits"][0];
     assert_eq!(top["file"], "scanned-note.png", "{v}");
     let text = top["text"].as_str().unwrap().to_lowercase();
-    assert!(text.contains("cabinet 7") && text.contains("coolant"), "{text}");
+    assert!(
+        text.contains("cabinet 7") && text.contains("coolant"),
+        "{text}"
+    );
     // Without --images the image read before stays.
     let o = sextant(&["ingest", "--kb", kb_dir, src_dir]);
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(out.contains("0 removed"), "{out}");
-    assert_eq!(search_json(kb_dir, "spare coolant filters")["hits"][0]["file"], "scanned-note.png");
+    assert_eq!(
+        search_json(kb_dir, "spare coolant filters")["hits"][0]["file"],
+        "scanned-note.png"
+    );
 }
