@@ -14,18 +14,22 @@ TMP=$(mktemp -d)
 TOKEN="e2e-$RANDOM$RANDOM"
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null || true; wait $p 2>/dev/null || true; done; rm -rf "$TMP"' EXIT
-# `serve NAME`: `sextant serve` on the fresh KB $TMP/NAME; sets URL.
+# `serve NAME [ARG…]`: `sextant serve` on the fresh KB $TMP/NAME; sets URL. Knowledge bases
+# made through the API go to $TMP/kb-home, not the user's.
 serve() {
-  "$BIN" serve --kb "$TMP/$1" --port 0 --token "$TOKEN" --run-base "$TMP/runs" 2>"$TMP/$1.log" &
+  local name=$1
+  shift
+  SEXTANT_KB_HOME="$TMP/kb-home" "$BIN" serve --kb "$TMP/$name" --port 0 --token "$TOKEN" \
+    --run-base "$TMP/runs" "$@" 2>"$TMP/$name.log" &
   local pid=$!
   PIDS+=($pid)
   for _ in $(seq 1 240); do
-    grep -q "listening on" "$TMP/$1.log" && break
-    if ! kill -0 $pid 2>/dev/null; then cat "$TMP/$1.log"; echo "sextant serve did not start"; exit 1; fi
+    grep -q "listening on" "$TMP/$name.log" && break
+    if ! kill -0 $pid 2>/dev/null; then cat "$TMP/$name.log"; echo "sextant serve did not start"; exit 1; fi
     sleep 0.5
   done
-  URL=$(grep -o 'http://[0-9.:]*' "$TMP/$1.log" | head -1)
-  [ -n "$URL" ] || { cat "$TMP/$1.log"; echo "sextant serve did not start in time"; exit 1; }
+  URL=$(grep -o 'http://[0-9.:]*' "$TMP/$name.log" | head -1)
+  [ -n "$URL" ] || { cat "$TMP/$name.log"; echo "sextant serve did not start in time"; exit 1; }
 }
 serve kb
 echo "== sextant serve at $URL"
@@ -39,7 +43,7 @@ SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN SEXTANT_SAMPLE_KB="$PWD/examples/kb" \
 echo "== grounded answers as OpenAI models (tests/openai/test_grounded.py)"
 SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN "$VENV/bin/python" tests/openai/test_grounded.py
 echo "== UI in Chromium (tests/ui), screenshots in $OUT/ui, on a server of its own with an empty KB"
-serve ui-kb
+serve ui-kb --watch
 SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN SEXTANT_SAMPLE_KB="$PWD/examples/kb" OUT_DIR="$OUT/ui" \
   node tests/ui/ui.spec.mjs
 echo "== sextant mcp over stdio, the MCP Python SDK (tests/mcp)"

@@ -542,3 +542,116 @@ fn one_document_is_removed_kept_out_and_restored_by_a_re_index() {
     let unknown = sextant::kb::documents::remove(&mut kb, "no/such.md").unwrap_err();
     assert!(unknown.to_string().contains("sextant kb list"), "{unknown}");
 }
+
+/// Several knowledge bases through the service, as the Library drives them: one created,
+/// opened, fed a folder that is then followed live, refused a switch while it is being
+/// written, renamed while open, and removed once another is open.
+#[test]
+fn knowledge_bases_are_created_switched_renamed_and_follow_their_folders() {
+    use serde_json::json;
+    use sextant::service::{OpenOptions, Request, Service, ServiceError};
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::write(
+        docs.join("pumps.md"),
+        "# Pumps\n\nThe P3 pump seal is replaced every 2000 hours.\n",
+    )
+    .unwrap();
+    let start = tmp.path().join("start");
+    let mut svc = Service::open(
+        &ModelStore::open(None),
+        &OpenOptions {
+            kb: Some(start.display().to_string()),
+            lazy_llm: true,
+            watch: true,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    svc.config.home = sextant::kb::home::KbHome::at(tmp.path().join("home"));
+    let svc = svc.shared();
+    let call = |v: serde_json::Value| svc.handle(Request::from_json(v).unwrap());
+    let documents = || {
+        call(json!({"op": "kb"})).unwrap()["stats"]["documents"]
+            .as_u64()
+            .unwrap()
+    };
+
+    call(json!({"op": "create_kb", "name": "ops"})).unwrap();
+    call(json!({"op": "switch_kb", "name": "ops"})).unwrap();
+    assert_eq!(svc.kb_name(), "ops");
+    assert_eq!(documents(), 0, "a new knowledge base is empty");
+    svc.ingest(&docs, false, &mut |_, _, _| {}).unwrap();
+    assert_eq!(documents(), 1);
+    let listed = call(json!({"op": "kbs"})).unwrap();
+    let open = listed["kbs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["current"] == true)
+        .unwrap()
+        .clone();
+    assert_eq!(open["name"], "ops", "{listed}");
+    assert_eq!(open["live"]["state"], "following", "{listed}");
+    assert_eq!(
+        open["live"]["folders"],
+        json!([docs.canonicalize().unwrap()]),
+        "{listed}"
+    );
+    assert!(
+        listed["kbs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k["path"] == json!(start)),
+        "the KB it started with stays listed: {listed}"
+    );
+
+    // A file saved into the followed folder is ingested without a request.
+    std::fs::write(
+        docs.join("valves.md"),
+        "# Valves\n\nValve V12 is checked weekly for leaks.\n",
+    )
+    .unwrap();
+    let t = std::time::Instant::now();
+    while documents() < 2 && t.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(documents(), 2, "the new file was not ingested within 60 s");
+    let hits = call(json!({"op": "search", "query": "valve leak check", "k": 1})).unwrap();
+    assert_eq!(hits["hits"][0]["file"], "valves.md", "{hits}");
+
+    // Another writer holds the open KB: it cannot be swapped out under the write.
+    let open_dir = svc.kb_dir();
+    let writer = sextant::kb::lock::WriterLock::try_acquire(&open_dir).unwrap();
+    let busy = call(json!({"op": "switch_kb", "name": start.display().to_string()}));
+    assert!(matches!(busy, Err(ServiceError::KbBusy(_))), "{busy:?}");
+    drop(writer);
+
+    // Renamed while open: still open, with its documents, answering searches.
+    call(json!({"op": "rename_kb", "name": "ops", "to": "Ops handbook"})).unwrap();
+    assert_eq!(svc.kb_name(), "Ops handbook");
+    assert_eq!(documents(), 2);
+    let hits = call(json!({"op": "search", "query": "pump seal", "k": 1})).unwrap();
+    assert_eq!(hits["hits"][0]["file"], "pumps.md", "{hits}");
+    let refused = call(json!({"op": "remove_kb", "name": "Ops handbook"}));
+    assert!(
+        matches!(refused, Err(ServiceError::BadRequest(_))),
+        "{refused:?}"
+    );
+
+    // Following turned off is kept with the KB; then the first KB opens again and the
+    // other is removed (moved aside, not deleted).
+    let off = call(json!({"op": "watch_kb", "on": false})).unwrap();
+    assert_eq!(off["state"], "off", "{off}");
+    call(json!({"op": "switch_kb", "name": start.display().to_string()})).unwrap();
+    assert_eq!(documents(), 0);
+    let removed = call(json!({"op": "remove_kb", "name": "Ops handbook"})).unwrap();
+    let moved = Path::new(removed["moved_to"].as_str().unwrap());
+    assert!(moved.join("kb.sqlite").is_file(), "{removed}");
+    let left = call(json!({"op": "kbs"})).unwrap();
+    assert_eq!(left["kbs"].as_array().unwrap().len(), 1, "{left}");
+    let bad = call(json!({"op": "create_kb", "name": "../escape"}));
+    assert!(matches!(bad, Err(ServiceError::BadRequest(_))), "{bad:?}");
+}

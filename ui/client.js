@@ -24,6 +24,12 @@ const TOKEN_KEY = "sextant.token";
 const ROUTE_OPS = {
   "GET /api/health": "health",
   "GET /api/kb": "kb",
+  "GET /api/kbs": "kbs",
+  "POST /api/kbs/create": "create_kb",
+  "POST /api/kbs/switch": "switch_kb",
+  "POST /api/kbs/rename": "rename_kb",
+  "POST /api/kbs/remove": "remove_kb",
+  "POST /api/kbs/watch": "watch_kb",
   "GET /api/document": "document",
   "GET /api/document/file": "document_file",
   "POST /api/document/remove": "remove_document",

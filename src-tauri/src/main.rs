@@ -54,10 +54,12 @@ impl Engine {
 
     fn start(options: &OpenOptions) -> Result<Arc<Service>, String> {
         let store = sextant::models::ModelStore::open(None);
-        Service::open(&store, options).map(Arc::new).map_err(|e| {
-            eprintln!("error: {e:#}");
-            format!("{e:#}")
-        })
+        Service::open(&store, options)
+            .map(Service::shared)
+            .map_err(|e| {
+                eprintln!("error: {e:#}");
+                format!("{e:#}")
+            })
     }
 
     fn get(&self) -> Result<Arc<Service>, Value> {
@@ -261,13 +263,17 @@ fn main() {
     sextant::llm::configure_threads(None);
     sextant::llm::tune_allocator();
     let engine = Engine::open(OpenOptions {
-        kb: args.kb,
+        // The knowledge base open when the app last closed, unless one is named.
+        kb: args
+            .kb
+            .or_else(|| sextant::kb::home::KbHome::user().last_used()),
         llm: args.llm,
         embedder: None,
         flow: args.flow,
         run_base: args.run_base,
         parse_isolation: worker::Isolation::current_exe().ok(),
         lazy_llm: false,
+        watch: true,
     });
     tauri::Builder::default()
         .manage(engine)

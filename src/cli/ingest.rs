@@ -107,34 +107,15 @@ fn watch(
     opts: &IngestOptions,
     json: bool,
 ) -> Result<()> {
-    use notify::{RecursiveMode, Watcher};
     let (tx, rx) = std::sync::mpsc::channel();
-    let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
-        use notify::event::{EventKind, ModifyKind};
-        // Only content changes: reading the files during ingest raises access and
-        // metadata events, which must not trigger another ingest.
-        if let Ok(ev) = ev {
-            let relevant = matches!(
-                ev.kind,
-                EventKind::Create(_)
-                    | EventKind::Remove(_)
-                    | EventKind::Modify(
-                        ModifyKind::Data(_) | ModifyKind::Name(_) | ModifyKind::Any
-                    )
-            );
-            if relevant {
-                let _ = tx.send(());
-            }
-        }
+    let watcher = sextant::kb::follow::follow(paths, move || {
+        let _ = tx.send(());
     })?;
-    for p in paths {
-        watcher.watch(p, RecursiveMode::Recursive)?;
+    if let Some((path, why)) = watcher.failed.first() {
+        anyhow::bail!("cannot watch {}: {why}", path.display());
     }
     eprintln!("watching {} path(s); Ctrl-C to stop", paths.len());
     while rx.recv().is_ok() {
-        // Let a burst of saves settle, then re-ingest once.
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        while rx.try_recv().is_ok() {}
         run_ingest(kb, paths, opts, json)?;
     }
     Ok(())

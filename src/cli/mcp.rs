@@ -32,5 +32,5 @@ pub fn run(ctx: &Ctx, args: McpArgs) -> Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(crate::mcp::serve_stdio(std::sync::Arc::new(svc)))
+    rt.block_on(crate::mcp::serve_stdio(svc.shared()))
 }

@@ -39,6 +39,11 @@ pub struct ServeArgs {
     /// Ingest these folders before serving (only new or changed files are embedded).
     #[arg(long, value_name = "DIR")]
     ingest: Vec<PathBuf>,
+    /// Follow the knowledge base's folders while serving: a file added, changed or
+    /// deleted there is ingested again within a second or so (the desktop app always
+    /// follows; the Library turns it off per knowledge base).
+    #[arg(long)]
+    watch: bool,
 }
 
 pub fn run(ctx: &Ctx, args: ServeArgs) -> Result<()> {
@@ -76,9 +81,10 @@ pub fn run(ctx: &Ctx, args: ServeArgs) -> Result<()> {
             run_base: args.run_base,
             parse_isolation: Some(Isolation::current_exe()?),
             lazy_llm: false,
+            watch: args.watch,
         },
     )?;
-    let svc = std::sync::Arc::new(svc);
+    let svc = svc.shared();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -433,6 +433,7 @@ impl IngestRun {
             if !is_dir {
                 continue;
             }
+            kb.store.record_folder(key)?;
             for doc in kb.store.documents_under(key)? {
                 // Images were not looked for: those read before stay.
                 let image = DocKind::from_path(Path::new(&doc.path)) == Some(DocKind::Image);

@@ -5,6 +5,8 @@
 pub mod chunk;
 pub mod documents;
 pub mod domain;
+pub mod follow;
+pub mod home;
 pub mod ingest;
 pub mod lock;
 pub mod parse;
@@ -34,11 +36,7 @@ pub struct KnowledgeBase {
 /// `--kb` resolution: an existing path or anything with a path separator is a directory;
 /// a bare name is a named KB under `<data dir>/sextant/kb/`; nothing means "default".
 pub fn resolve_dir(kb: Option<&str>) -> PathBuf {
-    let base = || {
-        std::env::var_os("SEXTANT_KB_HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| crate::data_dir().join("kb"))
-    };
+    let base = || home::KbHome::user().dir().to_path_buf();
     match kb {
         None => base().join("default"),
         Some(s)

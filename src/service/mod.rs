@@ -12,15 +12,19 @@
 mod chat;
 pub mod document;
 mod error;
+mod ingest;
+mod kbs;
+mod live;
 mod model;
 mod request;
 mod sample;
 mod section;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::ops::{Deref, DerefMut};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use serde_json::{json, Value};
 
@@ -31,8 +35,8 @@ pub use request::{AskParams, Request};
 use model::LlmSlot;
 
 use crate::embed::Embedder;
-use crate::kb::ingest::{IngestOptions, IngestRun, Work, PREPARE_GROUP};
-use crate::kb::lock::WriterLock;
+use crate::kb::home::KbHome;
+use crate::kb::ingest::IngestOptions;
 use crate::kb::parse::worker::Isolation;
 use crate::kb::search::{search, SearchMode};
 use crate::kb::KnowledgeBase;
@@ -48,13 +52,17 @@ pub const QUEUE: usize = 4;
 /// What a service is started with.
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
-    pub kb_dir: PathBuf,
+    /// The KB opened at start (requests may open others from `home`).
+    pub started_kb: PathBuf,
+    /// Where the named knowledge bases are.
+    pub home: KbHome,
+    /// Follow the open KB's folders and re-ingest what changes (`live`).
+    pub watch: bool,
     /// Flow used by routing requests that name none.
     pub flow: Flow,
     /// Where other flows are found by name (`<name>.toml` or `<name>.json`).
     pub flows_dir: PathBuf,
     pub run_base: PathBuf,
-    pub interviews_dir: PathBuf,
     /// How ingest parses files (a worker process per file, when the shell can run one).
     pub parse_isolation: Option<Isolation>,
 }
@@ -78,11 +86,18 @@ pub struct OpenOptions {
     /// Load the LLM on first use instead of at start; a model that is not there then
     /// fails only the requests that need it (extractive answers stay available).
     pub lazy_llm: bool,
+    /// Follow the KB's folders and re-ingest what changes in them (takes effect once the
+    /// service is `shared`).
+    pub watch: bool,
 }
 
 pub struct Service {
     pub config: ServiceConfig,
-    kb: Mutex<KnowledgeBase>,
+    /// The open KB; `None` only inside a rename, under this lock.
+    kb: Mutex<Option<KnowledgeBase>>,
+    /// This service, for the threads it starts (set by `shared`).
+    me: Weak<Service>,
+    live: live::Live,
     llm: Mutex<LlmSlot>,
     llm_name: String,
     /// Fixed at start (read without the LLM's lock, which a generation holds).
@@ -106,7 +121,9 @@ impl Service {
         let embedder = kb.embedder.clone();
         Service {
             config,
-            kb: Mutex::new(kb),
+            kb: Mutex::new(Some(kb)),
+            me: Weak::new(),
+            live: live::Live::default(),
             llm_name,
             llm_available: llm.available(),
             llm: Mutex::new(llm),
@@ -150,8 +167,9 @@ impl Service {
             Err(e) => return Err(e.into()),
         };
         let config = ServiceConfig {
-            interviews_dir: kb_dir.join("interviews"),
-            kb_dir,
+            started_kb: kb_dir,
+            home: KbHome::user(),
+            watch: opts.watch,
             flow,
             flows_dir: crate::data_dir().join("flows"),
             run_base: opts
@@ -161,6 +179,17 @@ impl Service {
             parse_isolation: opts.parse_isolation.clone(),
         };
         Ok(Service::with_slot(config, kb, llm, llm_name))
+    }
+
+    /// The service shared with the threads it starts; it follows its KB's folders from
+    /// here on when it was opened to (`OpenOptions::watch`).
+    pub fn shared(self) -> Arc<Service> {
+        let svc = Arc::new_cyclic(|me| Service {
+            me: me.clone(),
+            ..self
+        });
+        svc.refresh_live();
+        svc
     }
 
     pub fn llm_name(&self) -> &str {
@@ -179,7 +208,12 @@ impl Service {
         self.llm_available
     }
 
-    fn kb(&self) -> MutexGuard<'_, KnowledgeBase> {
+    fn kb(&self) -> KbGuard<'_> {
+        KbGuard(self.kb_slot())
+    }
+
+    /// The open KB's slot, for replacing it.
+    fn kb_slot(&self) -> MutexGuard<'_, Option<KnowledgeBase>> {
         self.kb.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -228,22 +262,28 @@ impl Service {
             Request::Health => Ok(json!({
                 "ok": true,
                 "version": env!("CARGO_PKG_VERSION"),
-                "kb": self.config.kb_dir,
+                "kb": self.kb_dir(),
+                "kb_name": self.kb_name(),
                 "llm": self.llm_name,
                 "embedder": self.embedder.name,
                 "cancelled_generations": self.cancelled.load(Ordering::Relaxed),
             })),
             Request::Kb => {
+                let name = self.kb_name();
                 let mut kb = self.kb();
                 let stats = kb.stats()?;
                 let documents = kb.store.list_documents()?;
                 let removed: Vec<String> =
                     kb.store.excluded()?.into_iter().map(|(_, p)| p).collect();
-                Ok(
-                    json!({"kb": self.config.kb_dir, "stats": stats, "documents": documents,
-                          "removed": removed}),
-                )
+                Ok(json!({"kb": kb.store.dir(), "name": name, "stats": stats,
+                          "documents": documents, "removed": removed}))
             }
+            Request::Kbs => self.list_kbs(),
+            Request::CreateKb { name } => self.create_kb(&name),
+            Request::SwitchKb { name } => self.switch_kb(&name),
+            Request::RenameKb { name, to } => self.rename_kb(&name, &to),
+            Request::RemoveKb { name } => self.remove_kb(&name),
+            Request::WatchKb { on } => self.set_live(on),
             Request::SampleKb => {
                 let path = sample::write_sample(&crate::data_dir())?;
                 Ok(json!({ "path": path }))
@@ -395,7 +435,7 @@ impl Service {
                     )));
                 }
                 if !sessions.contains_key(id) {
-                    let path = self.config.interviews_dir.join(format!("{id}.jsonl"));
+                    let path = self.kb_dir().join("interviews").join(format!("{id}.jsonl"));
                     let iv = Interview::resume(&path, InterviewOptions::default())
                         .map_err(|e| ServiceError::NotFound(format!("{e:#}")))?;
                     sessions.insert(id.to_string(), iv);
@@ -403,8 +443,9 @@ impl Service {
                 id.to_string()
             }
             None => {
-                let (id, path) =
-                    crate::protocols::interview::new_session_path(&self.config.interviews_dir);
+                let (id, path) = crate::protocols::interview::new_session_path(
+                    &self.kb_dir().join("interviews"),
+                );
                 let iv = Interview::create(&path, &self.llm_name, InterviewOptions::default())?;
                 sessions.insert(id.clone(), iv);
                 id
@@ -426,70 +467,21 @@ impl Service {
         let (turn, stats) = self.with_llm(|llm| Ok(iv.next_turn(llm)?))?;
         Ok(json!({"session": id, "turn": turn, "done": false, "stats": stats}))
     }
+}
 
-    /// The folder an ingest request means (`None`: the one ingested last), checked to
-    /// exist, absolute.
-    pub fn ingest_target(&self, path: Option<&Path>) -> Result<PathBuf, ServiceError> {
-        let path = match path {
-            Some(p) => p.to_path_buf(),
-            None => self.last_ingested().ok_or_else(|| {
-                ServiceError::BadRequest("missing field: path (the folder to add)".into())
-            })?,
-        };
-        if !path.exists() {
-            return Err(ServiceError::NotFound(format!(
-                "{}: no such file or folder on the machine running sextant",
-                path.display()
-            )));
-        }
-        path.canonicalize()
-            .map_err(|e| ServiceError::BadRequest(format!("{}: {e}", path.display())))
+/// The open KB, as long as the lock is held.
+struct KbGuard<'a>(MutexGuard<'a, Option<KnowledgeBase>>);
+
+impl Deref for KbGuard<'_> {
+    type Target = KnowledgeBase;
+    fn deref(&self) -> &KnowledgeBase {
+        self.0.as_ref().expect("a KB is open outside a rename")
     }
+}
 
-    /// Ingests a folder or file (see `ingest_target`; `images`: image files too, with
-    /// OCR), reporting `(done, total, file)` as it goes.
-    pub fn ingest(
-        &self,
-        path: &Path,
-        images: bool,
-        on_progress: &mut dyn FnMut(usize, usize, &str),
-    ) -> Result<Value, ServiceError> {
-        let path = self.ingest_target(Some(path))?;
-        let opts = IngestOptions {
-            isolation: self.config.parse_isolation.clone(),
-            images,
-            ..IngestOptions::default()
-        };
-        // The KB is held only to check and to commit each file, never while a file is
-        // parsed and embedded, so searches and reads go on during an ingest.
-        let writer = WriterLock::try_acquire(&self.config.kb_dir)
-            .map_err(|e| ServiceError::KbBusy(e.to_string()))?;
-        let mut run = IngestRun::with_lock(writer, std::slice::from_ref(&path), &opts)?;
-        let tok = self.embedder.counting_tokenizer();
-        let total = run.files.len();
-        on_progress(0, total, "");
-        let indices: Vec<usize> = (0..total).collect();
-        for group in indices.chunks(PREPARE_GROUP) {
-            let works: Vec<Work> = group
-                .iter()
-                .filter_map(|&i| run.check(&self.kb(), i))
-                .collect();
-            for prepared in Work::prepare_group(works, &self.embedder, &tok, &opts) {
-                run.commit(&mut self.kb(), prepared)?;
-            }
-            let last = *group.last().expect("chunks are non-empty");
-            on_progress(last + 1, total, &run.files[last].candidate.rel);
-        }
-        let report = run.finish(&mut self.kb())?;
-        *self.last_ingested.lock().unwrap_or_else(|p| p.into_inner()) = Some(path);
-        Ok(json!({ "summary": report }))
-    }
-
-    pub fn last_ingested(&self) -> Option<PathBuf> {
-        self.last_ingested
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+impl DerefMut for KbGuard<'_> {
+    fn deref_mut(&mut self) -> &mut KnowledgeBase {
+        self.0.as_mut().expect("a KB is open outside a rename")
     }
 }
 

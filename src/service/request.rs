@@ -18,6 +18,28 @@ pub enum Request {
     Document {
         path: String,
     },
+    /// The knowledge bases (the open one with its live-folder status).
+    Kbs,
+    /// Makes a new, empty knowledge base in the KB home.
+    CreateKb {
+        name: String,
+    },
+    /// Opens another knowledge base in place of the current one.
+    SwitchKb {
+        name: String,
+    },
+    RenameKb {
+        name: String,
+        to: String,
+    },
+    /// Moves a knowledge base (not the open one) out of the list, keeping its files.
+    RemoveKb {
+        name: String,
+    },
+    /// Turns following the open knowledge base's folders on or off.
+    WatchKb {
+        on: bool,
+    },
     /// Writes the sample knowledge base's documents out and returns their folder, for a
     /// first run to ingest.
     SampleKb,

@@ -426,6 +426,60 @@ step("Library: one document re-indexed, removed (kept out), then restored", asyn
   assert((await removed.count()) === 0, `${DOC} is still listed as removed`);
 });
 
+step("Library: a second knowledge base is created, follows its folder live, is renamed; the first reopens", async () => {
+  await show("library");
+  const NAME = `Field notes ${process.pid}`;
+  const folder = fs.mkdtempSync(path.join(fs.realpathSync(process.env.TMPDIR || "/tmp"), "sextant-ui-kb-"));
+  try {
+    fs.writeFileSync(path.join(folder, "pumps.md"), "# Pump maintenance\n\nThe P3 pump seal is replaced every 2000 hours.\n");
+    const first = await page.locator(`${tid("kb-row")}:has(${tid("kb-current")})`).getAttribute("data-name");
+    await page.fill(tid("kb-new-name"), NAME);
+    await page.click(tid("kb-create"));
+    const row = page.locator(`${tid("kb-row")}[data-name="${NAME}"]`);
+    await row.locator(tid("kb-current")).waitFor({ timeout: T_UI });
+    await page.locator(tid("first-run")).waitFor({ state: "visible", timeout: T_UI });
+    assert((await page.locator(tid("doc-item")).count()) === 0, "a new knowledge base lists documents");
+
+    await page.fill(tid("folder-input"), folder);
+    await page.click(tid("add-folder"));
+    await page.locator(`${tid("doc-item")}[data-path="pumps.md"]`).waitFor({ timeout: T_INGEST });
+    const live = row.locator(tid("kb-live"));
+    await page.locator(`${tid("kb-row")}[data-name="${NAME}"] ${tid("kb-live")}[data-state="following"]`).waitFor({ timeout: T_UI });
+    const following = (await live.textContent()).trim();
+    assert(/Following 1 folder/.test(following), `live status: "${following}"`);
+
+    // A file saved into the folder is ingested without anyone asking.
+    fs.writeFileSync(path.join(folder, "valves.md"), "# Valve checks\n\nValve V12 is checked weekly for leaks.\n");
+    await page.locator(`${tid("doc-item")}[data-path="valves.md"]`).waitFor({ timeout: 60 * SEC }).catch(() => {
+      throw new Failure("a file added to the followed folder did not appear within 60 s");
+    });
+    await page.waitForFunction(
+      (sel) => /1 added/.test(document.querySelector(sel)?.textContent || ""),
+      `${tid("kb-row")}[data-name="${NAME}"] ${tid("kb-live")}`,
+      { timeout: T_UI },
+    );
+    await screenshot("kbs-following");
+
+    await row.locator(tid("kb-rename")).click();
+    await page.fill(tid("kb-rename-input"), `${NAME} 2`);
+    await page.click(tid("kb-rename-save"));
+    const renamed = page.locator(`${tid("kb-row")}[data-name="${NAME} 2"]`);
+    await renamed.locator(tid("kb-current")).waitFor({ timeout: T_UI });
+    assert((await page.locator(`${tid("doc-item")}[data-path="valves.md"]`).count()) === 1, "renaming lost documents");
+
+    // The first knowledge base opens again, with its documents; the second is removed.
+    await page.locator(`${tid("kb-row")}[data-name="${first}"] ${tid("kb-open")}`).click();
+    await page.locator(`${tid("kb-row")}[data-name="${first}"] ${tid("kb-current")}`).waitFor({ timeout: T_UI });
+    await page.locator(`${tid("doc-item")}[data-path="${QUESTION_FILE}"]`).waitFor({ timeout: T_UI });
+    page.once("dialog", (d) => d.accept());
+    await renamed.locator(tid("kb-remove")).click();
+    await renamed.waitFor({ state: "detached", timeout: T_UI });
+    await screenshot("kbs-back");
+  } finally {
+    fs.rmSync(folder, { recursive: true, force: true });
+  }
+});
+
 step("no console errors or CSP violations during the run", async () => {
   const v = await cspViolations();
   assert(v.length === 0, `CSP violations: ${v.join("; ")}`);

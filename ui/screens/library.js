@@ -2,6 +2,7 @@
 // of the knowledge base.
 import { api, inTauri, ingest, onDrop, pickFolder } from "../client.js";
 import { $, el, run, storageGet, storageSet } from "../dom.js";
+import { loadKbs, setupKbs } from "./kbs.js";
 import { openReader } from "./reader.js";
 
 // Remembered across launches so Re-index works without typing the path again.
@@ -66,7 +67,7 @@ async function ingestFolder(path) {
 
 /** Fills the stats line and the documents list from the knowledge base. */
 export async function loadKb() {
-  const kb = await api("GET", "/api/kb");
+  const [kb] = await Promise.all([api("GET", "/api/kb"), loadKbs()]);
   const stats = (kb && kb.stats) || {};
   const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
   const statParts = [
@@ -78,7 +79,7 @@ export async function loadKb() {
     stats.consistent === false ? "needs repair (reopen to fix)" : null,
   ].filter(Boolean);
   $("sx-kb-stats").textContent =
-    `${kb && kb.kb ? `Knowledge base ${kb.kb}` : "Knowledge base"}` +
+    `${kb && kb.name ? `Knowledge base ${kb.name}` : "Knowledge base"}` +
     (statParts.length ? ` · ${statParts.join(" · ")}` : "");
   const docs = (kb && kb.documents) || [];
   const removed = (kb && kb.removed) || [];
@@ -170,6 +171,7 @@ async function addSample() {
 
 /** Wires the folder form and Re-index; the list itself is loaded by the caller. */
 export function setupLibrary() {
+  setupKbs(loadKb);
   $("sx-folder").value = lastFolder;
   $("sx-add-sample").addEventListener("click", () => run($("sx-add-sample"), addSample));
   $("sx-ingest-form").addEventListener("submit", (e) => {

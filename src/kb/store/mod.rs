@@ -190,7 +190,7 @@ pub fn embed_text(section_path: &[String], text: &str) -> String {
 
 mod queries;
 
-pub use queries::fts_query;
+pub use queries::{fts_query, peek, Peek};
 
 impl Store {
     /// Opens (creating if needed) the store in `dir` for vectors of `dim` dimensions.
@@ -366,6 +366,26 @@ impl Store {
     }
 
     /// Removes a document and its vectors.
+    /// Records that `root` was ingested as a folder (so it can be followed for changes;
+    /// a single file's root is its parent folder, which must not be).
+    pub fn record_folder(&mut self, root: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES (?1, '1')",
+            params![format!("folder:{root}")],
+        )?;
+        Ok(())
+    }
+
+    /// Keeps a setting with the KB (`Store::setting` reads it back).
+    pub fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            params![format!("setting.{key}"), value],
+        )?;
+        Ok(())
+    }
+
     pub fn remove_document(&mut self, root: &str, path: &str) -> Result<()> {
         let keys = self.keys_of_document(root, path)?;
         self.conn.execute(

@@ -146,6 +146,48 @@ impl Store {
         })
     }
 
+    /// The folders documents were ingested from (each document's root), sorted.
+    pub fn roots(&self) -> Result<Vec<String>> {
+        roots_of(&self.conn)
+    }
+
+    /// Whether `root` was ingested as a folder (`Store::record_folder`).
+    pub fn is_folder_root(&self, root: &str) -> bool {
+        self.conn
+            .query_row(
+                "SELECT 1 FROM meta WHERE key = ?1",
+                params![format!("folder:{root}")],
+                |_| Ok(()),
+            )
+            .optional()
+            .is_ok_and(|r| r.is_some())
+    }
+
+    /// Whether any root was recorded as a folder (KBs ingested before these records have
+    /// none).
+    pub fn has_folder_records(&self) -> bool {
+        self.conn
+            .query_row(
+                "SELECT 1 FROM meta WHERE key LIKE 'folder:%' LIMIT 1",
+                [],
+                |_| Ok(()),
+            )
+            .optional()
+            .is_ok_and(|r| r.is_some())
+    }
+
+    /// A setting kept with the KB (`meta` table), if set.
+    pub fn setting(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = ?1",
+                params![format!("setting.{key}")],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
     /// Every heading with its document and anchor, in document order: (file, heading
     /// path, anchor).
     pub fn heading_paths(&self) -> Result<Vec<(String, Vec<String>, String)>> {
@@ -312,4 +354,39 @@ mod tests {
             "\"near\" OR \"x\" OR \"y\" OR \"z\""
         );
     }
+}
+
+fn roots_of(conn: &rusqlite::Connection) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare("SELECT DISTINCT root FROM documents ORDER BY root")?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// What a KB folder holds, read without opening its vectors or taking any lock: for
+/// listing knowledge bases that are not open.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Peek {
+    pub documents: usize,
+    pub chunks: usize,
+    /// The folders its documents came from.
+    pub folders: Vec<String>,
+}
+
+/// Reads a KB folder's counts and folders read-only; an error when it holds no store.
+pub fn peek(dir: &std::path::Path) -> Result<Peek> {
+    use rusqlite::{Connection, OpenFlags};
+    let db = dir.join(super::DB_FILE);
+    if !db.is_file() {
+        return Err(anyhow!("{} holds no {}", dir.display(), super::DB_FILE));
+    }
+    let conn = Connection::open_with_flags(&db, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| anyhow!("cannot read {}: {e}", db.display()))?;
+    let count = |sql: &str| -> Result<usize> {
+        Ok(conn.query_row(sql, [], |r| r.get::<_, i64>(0))? as usize)
+    };
+    Ok(Peek {
+        documents: count("SELECT COUNT(*) FROM documents")?,
+        chunks: count("SELECT COUNT(*) FROM chunks")?,
+        folders: roots_of(&conn)?,
+    })
 }
