@@ -47,6 +47,8 @@ until_logged() { # LOG PATTERN PID WHAT: wait until PATTERN is in LOG while PID 
 
 # Software rendering: no GPU under Xvfb.
 export WEBKIT_DISABLE_COMPOSITING_MODE=1 LIBGL_ALWAYS_SOFTWARE=1 SEXTANT_DESKTOP_TRACE=1
+# Knowledge bases made in the app go here, not into the user's.
+export SEXTANT_KB_HOME="$TMP/kb-home"
 
 # First run without the models: the engine cannot start, the first-run panel says why (the
 # error names `sextant models pull`), and the UI keeps checking; once the models are there
@@ -140,6 +142,17 @@ xdotool key Return
 wait_for 1 'api document -> ok' "the cited document to open"
 shot 04-reader
 
+# Library: a second knowledge base, created and opened from its panel (the list and the
+# live status are the browser UI's, tested in tests/ui).
+click 60 84
+shot 05-library
+click 600 379
+xdotool type --delay 25 "Field notes"
+xdotool key Return
+wait_for 1 'api create_kb -> ok' "the new knowledge base to be created"
+wait_for 1 'api switch_kb -> ok' "the new knowledge base to open"
+[ -f "$SEXTANT_KB_HOME/Field notes/kb.sqlite" ] || fail "no knowledge base in $SEXTANT_KB_HOME/Field notes"
+shot 06-new-kb
 SIZE=$(stat -c %s "$OUT/04-reader.png")
 [ "$SIZE" -gt 20000 ] || fail "the screenshot is nearly empty ($SIZE bytes)"
-echo "desktop test passed: window, add folder, ask, citation to the Reader; screenshots in $OUT"
+echo "desktop test passed: window, add folder, ask, citation to the Reader, a new knowledge base; screenshots in $OUT"

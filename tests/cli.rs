@@ -298,8 +298,10 @@ fn ingest_watch_follows_additions_and_deletions() {
         let o = sextant(&["kb", "stats", "--json", "--kb", kb.to_str().unwrap()]);
         serde_json::from_slice(&o.stdout).unwrap_or(Value::Null)
     };
+    // Generous: each poll is a `sextant kb stats` process that loads the embedder, and
+    // under a full parallel test run on 2 cores the first ingest has taken over 60 s.
     let wait_for = |docs: u64| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(150);
         loop {
             if stats(kb.path())["documents"] == docs {
                 return true;

@@ -141,7 +141,7 @@ impl KbHome {
             }
             out.push(entry_for(name.to_string(), path));
         }
-        out.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()));
+        out.sort_by_key(|e| e.name.to_lowercase());
         Ok(out)
     }
 

@@ -132,7 +132,12 @@ export async function loadKbs() {
 
 /** Wires the create form and the live refresh; `switched` reloads the documents. */
 export function setupKbs(switched) {
-  onSwitch = switched;
+  onSwitch = async () => {
+    // The last ingest's progress and summary belong to the KB that was open.
+    $("sx-ingest-progress").hidden = true;
+    $("sx-ingest-summary").hidden = true;
+    await switched();
+  };
   $("sx-kb-form").addEventListener("submit", (e) => {
     e.preventDefault();
     run($("sx-kb-create"), async () => {
@@ -150,7 +155,7 @@ export function setupKbs(switched) {
   setInterval(() => {
     if (document.body.dataset.screen !== "library" || document.hidden) return;
     loadKbs()
-      .then(({ changed }) => (changed ? onSwitch() : null))
+      .then(({ changed }) => (changed ? switched() : null))
       .catch(() => {});
   }, 2000);
 }
