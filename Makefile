@@ -55,7 +55,7 @@ bundle: desktop
 
 # What Tauri needs on Debian/Ubuntu (webkit2gtk 4.1 and friends), and Xvfb, xdotool and
 # scrot for the window smoke test.
-DESKTOP_PKGS := libwebkit2gtk-4.1-dev libxdo-dev libssl-dev librsvg2-dev build-essential file xvfb xdotool scrot xclip
+DESKTOP_PKGS := libwebkit2gtk-4.1-dev libxdo-dev libssl-dev librsvg2-dev build-essential file xvfb xdotool scrot xclip python3-gi gir1.2-gtk-3.0
 desktop-deps:
 	@dpkg -s $(DESKTOP_PKGS) >/dev/null 2>&1 || { $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $(DESKTOP_PKGS); }
 

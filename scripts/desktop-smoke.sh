@@ -5,7 +5,8 @@
 # invoke; then, with real clicks and typing (xdotool), add the sample folder through the
 # system's folder chooser (ingest runs through the `ingest` command and its events), ask
 # a question (the answer streams over a channel), and click the first
-# citation through to the Reader. Each step waits for the engine call it must cause (the
+# citation through to the Reader; then create and open a second knowledge base from the
+# Library and drop a folder on the window. Each step waits for the engine call it must cause (the
 # app traces its commands with SEXTANT_DESKTOP_TRACE) and leaves a screenshot. Needs
 # `make desktop-deps` and a built sextant-desktop. Click positions are those of ui/ in
 # the 1280x860 window.
@@ -153,6 +154,30 @@ wait_for 1 'api create_kb -> ok' "the new knowledge base to be created"
 wait_for 1 'api switch_kb -> ok' "the new knowledge base to open"
 [ -f "$SEXTANT_KB_HOME/Field notes/kb.sqlite" ] || fail "no knowledge base in $SEXTANT_KB_HOME/Field notes"
 shot 06-new-kb
+
+# A folder dropped on the window is ingested into the open knowledge base. xdotool cannot
+# drag files itself: a small GTK drag source (scripts/drag_source.py) offers the folder as
+# a file manager would, and the pointer carries it from there onto the window.
+mkdir -p "$TMP/dropped"
+printf '# Gaskets\n\nThe P3 pump gasket is replaced at every seal change.\n' >"$TMP/dropped/gaskets.md"
+/usr/bin/python3 scripts/drag_source.py "$TMP/dropped" >"$TMP/drag.log" 2>&1 &
+PIDS+=($!)
+SRC=""
+for _ in $(seq 1 40); do
+  SRC=$(xdotool search --name '^sextant-drag-source$' 2>/dev/null | head -1 || true)
+  [ -n "$SRC" ] && break
+  sleep 0.25
+done
+[ -n "$SRC" ] || { cat "$TMP/drag.log"; fail "the drag source window did not open"; }
+sleep 0.5
+xdotool mousemove --window "$SRC" 40 40 mousedown 1
+for x in 60 90 130 200 300 400 500 600 700; do xdotool mousemove "$x" 400; sleep 0.1; done
+sleep 0.5
+xdotool mouseup 1
+wait_for 2 'ingest -> ok' "the dropped folder to be ingested"
+DOCS=$(target/release/sextant kb stats --json --kb "$SEXTANT_KB_HOME/Field notes" | grep -o '"documents": *[0-9]*' | grep -o '[0-9]*$')
+[ "$DOCS" = 1 ] || fail "the new knowledge base holds $DOCS documents after the drop, expected 1"
+shot 07-dropped
 SIZE=$(stat -c %s "$OUT/04-reader.png")
 [ "$SIZE" -gt 20000 ] || fail "the screenshot is nearly empty ($SIZE bytes)"
-echo "desktop test passed: window, add folder, ask, citation to the Reader, a new knowledge base; screenshots in $OUT"
+echo "desktop test passed: window, add folder, ask, citation to the Reader, a new knowledge base, a dropped folder; screenshots in $OUT"
