@@ -453,9 +453,10 @@ mod tests {
         for (_, path, op) in PROTOCOL_ROUTES {
             let mut fields = Map::new();
             fields.insert("op".into(), json!(op));
-            for k in ["path", "query", "question", "flow"] {
+            for k in ["path", "query", "question", "flow", "name", "to"] {
                 fields.insert(k.into(), json!("x"));
             }
+            fields.insert("on".into(), json!(true));
             fields.insert("forensics".into(), json!({}));
             assert!(
                 ServiceRequest::from_json(Value::Object(fields)).is_ok(),

@@ -87,7 +87,7 @@ export async function loadKb() {
   if (!docs.length && !removed.length) {
     showFirstRun(
       "Welcome to Sextant",
-      "Add a folder of your own documentation above (Markdown, HTML, PDF, Word DOCX or text; " +
+      "Add a folder of your own documentation above (Markdown, HTML, PDF, Word DOCX, EPUB or text; " +
         "nothing leaves this machine), or try Sextant first on the sample knowledge base: " +
         "an operations handbook of 20 documents.",
       { sample: true },

@@ -18,10 +18,13 @@ use super::blocks::MarkdownWriter;
 use super::{collapse_ws, heading_section, Anchors, DocKind, HeadingStack, ParsedDoc, Section};
 
 /// Largest XML part read (a zip can claim or inflate to anything).
-const MAX_PART_BYTES: u64 = 64 * 1024 * 1024;
+pub(super) const MAX_PART_BYTES: u64 = 64 * 1024 * 1024;
 
 /// One part of the package as text; `None` when the package does not have it.
-fn part(zip: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>, name: &str) -> Result<Option<String>> {
+pub(super) fn part(
+    zip: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>,
+    name: &str,
+) -> Result<Option<String>> {
     let file = match zip.by_name(name) {
         Ok(f) => f,
         Err(zip::result::ZipError::FileNotFound) => return Ok(None),
@@ -37,7 +40,7 @@ fn part(zip: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>, name: &str) -> Result
     Ok(Some(text))
 }
 
-fn attr(e: &BytesStart, name: &str) -> Option<String> {
+pub(super) fn attr(e: &BytesStart, name: &str) -> Option<String> {
     e.attributes()
         .flatten()
         .find(|a| a.key.local_name().as_ref() == name)

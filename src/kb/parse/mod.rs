@@ -8,6 +8,7 @@
 
 mod blocks;
 mod docx;
+mod epub;
 mod html;
 mod markdown;
 mod ocr;
@@ -29,6 +30,7 @@ pub enum DocKind {
     Html,
     Pdf,
     Docx,
+    Epub,
     Text,
     /// An image file, read with OCR (`ocr::parse_image`) when an ingest asks for images.
     Image,
@@ -42,6 +44,7 @@ impl DocKind {
             "html" | "htm" | "xhtml" => DocKind::Html,
             "pdf" => DocKind::Pdf,
             "docx" => DocKind::Docx,
+            "epub" => DocKind::Epub,
             "txt" | "text" | "rst" | "log" | "adoc" => DocKind::Text,
             "png" | "jpg" | "jpeg" | "tif" | "tiff" | "bmp" | "gif" | "webp" | "pnm" | "pgm"
             | "ppm" => DocKind::Image,
@@ -55,6 +58,7 @@ impl DocKind {
             DocKind::Html => "html",
             DocKind::Pdf => "pdf",
             DocKind::Docx => "docx",
+            DocKind::Epub => "epub",
             DocKind::Text => "text",
             DocKind::Image => "image",
         }
@@ -103,6 +107,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<ParsedDoc> {
     match kind {
         DocKind::Pdf => pdf::parse(bytes, &stem),
         DocKind::Docx => docx::parse(bytes, &stem),
+        DocKind::Epub => epub::parse(bytes, &stem),
         DocKind::Image => {
             let text = ocr::parse_image(bytes)?;
             Ok(one_section(&text, path, DocKind::Image))
