@@ -92,6 +92,15 @@ wait_for() { # COUNT PATTERN WHAT: wait until PATTERN occurs COUNT times in the 
   done
   fail "timed out waiting for $3"
 }
+find_window() { # TITLE_REGEX: the id of a window so titled, waiting up to 20 s ("" if none)
+  local id=""
+  for _ in $(seq 1 40); do
+    id=$(xdotool search --name "$1" 2>/dev/null | head -1 || true)
+    [ -n "$id" ] && break
+    sleep 0.5
+  done
+  echo "$id"
+}
 shot() { sleep 1.5; scrot -o "$OUT/$1.png"; echo "  screenshot $OUT/$1.png"; }
 click() { xdotool mousemove --window "$WID" "$1" "$2" click 1; sleep 0.3; }
 
@@ -101,12 +110,7 @@ shot 01-start
 # Library: "Choose folder…" opens the system's folder chooser (GTK); type the folder's
 # path into it (Ctrl+L) and press Enter; the list reloads when ingest is done.
 click 285 86
-DIALOG=""
-for _ in $(seq 1 40); do
-  DIALOG=$(xdotool search --name '^Add a folder to the knowledge base$' 2>/dev/null | head -1 || true)
-  [ -n "$DIALOG" ] && break
-  sleep 0.5
-done
+DIALOG=$(find_window '^Add a folder to the knowledge base$')
 [ -n "$DIALOG" ] || fail "the folder chooser did not open"
 shot 02-chooser
 # No window manager: keyboard focus follows the pointer, so keys go where it rests.
@@ -162,12 +166,7 @@ mkdir -p "$TMP/dropped"
 printf '# Gaskets\n\nThe P3 pump gasket is replaced at every seal change.\n' >"$TMP/dropped/gaskets.md"
 /usr/bin/python3 scripts/drag_source.py "$TMP/dropped" >"$TMP/drag.log" 2>&1 &
 PIDS+=($!)
-SRC=""
-for _ in $(seq 1 40); do
-  SRC=$(xdotool search --name '^sextant-drag-source$' 2>/dev/null | head -1 || true)
-  [ -n "$SRC" ] && break
-  sleep 0.25
-done
+SRC=$(find_window '^sextant-drag-source$')
 [ -n "$SRC" ] || { cat "$TMP/drag.log"; fail "the drag source window did not open"; }
 sleep 0.5
 xdotool mousemove --window "$SRC" 40 40 mousedown 1

