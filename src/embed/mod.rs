@@ -1,11 +1,15 @@
-//! Sentence embeddings with candle's BertModel on all-MiniLM-L6-v2: mean pooling over the
-//! attention mask, L2-normalised, as sentence-transformers computes them (a test checks
-//! cosine ≥ 0.999 against vectors the reference implementation produced).
+//! Sentence embeddings on all-MiniLM-L6-v2 (the encoder in `bert`, on candle tensors):
+//! mean pooling over the attention mask, L2-normalised, as sentence-transformers computes
+//! them (a test checks cosine ≥ 0.999 against vectors the reference implementation
+//! produced).
+
+mod bert;
 
 use anyhow::{anyhow, Context, Result};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+
+use bert::{Bert, BertConfig};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 use crate::models::VerifiedModel;
@@ -18,7 +22,7 @@ pub const MAX_TOKENS: usize = 256;
 const BATCH: usize = 16;
 
 pub struct Embedder {
-    model: BertModel,
+    model: Bert,
     tokenizer: Tokenizer,
     device: Device,
     pub dim: usize,
@@ -29,7 +33,7 @@ impl Embedder {
     pub fn load(model: &VerifiedModel) -> Result<Self> {
         let device = Device::Cpu;
         let config_path = model.file("config.json");
-        let config: Config = serde_json::from_str(
+        let config: BertConfig = serde_json::from_str(
             &std::fs::read_to_string(&config_path)
                 .with_context(|| format!("cannot read {}", config_path.display()))?,
         )
@@ -38,8 +42,8 @@ impl Embedder {
         let weights = model.file("model.safetensors");
         // SAFETY: the store never rewrites a file in place (it writes and renames).
         let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &device)? };
-        let bert = BertModel::load(vb, &config)
-            .with_context(|| format!("loading {}", weights.display()))?;
+        let bert =
+            Bert::load(vb, &config).with_context(|| format!("loading {}", weights.display()))?;
         let tok_path = model.file("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&tok_path)
             .map_err(|e| anyhow!("cannot load {}: {e}", tok_path.display()))?;
@@ -100,8 +104,8 @@ impl Embedder {
         let ids = Tensor::from_vec(flat(&|e| e.get_ids()), (n, len), &self.device)?;
         let types = Tensor::from_vec(flat(&|e| e.get_type_ids()), (n, len), &self.device)?;
         let mask = Tensor::from_vec(flat(&|e| e.get_attention_mask()), (n, len), &self.device)?;
-        let hidden = self.model.forward(&ids, &types, Some(&mask))?; // (n, len, dim)
-                                                                     // Mean over real tokens only.
+        let hidden = self.model.forward(&ids, &types, &mask)?; // (n, len, dim)
+                                                               // Mean over real tokens only.
         let mask_f = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
         let summed = hidden.broadcast_mul(&mask_f)?.sum(1)?; // (n, dim)
         let counts = mask_f.sum(1)?.clamp(1e-9, f64::MAX)?; // (n, 1)

@@ -69,7 +69,11 @@ pub struct PeerEmbedding {
 }
 
 /// Runs scripts/st_embed_bench.py (compiled in) in `venv` on `texts`.
-fn peer_embedding(venv: &std::path::Path, texts: &[String], threads: usize) -> Result<(f64, serde_json::Value)> {
+fn peer_embedding(
+    venv: &std::path::Path,
+    texts: &[String],
+    threads: usize,
+) -> Result<(f64, serde_json::Value)> {
     let dir = tempfile::tempdir()?;
     let script = dir.path().join("st_embed_bench.py");
     std::fs::write(&script, include_str!("../../../scripts/st_embed_bench.py"))?;
