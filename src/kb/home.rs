@@ -230,15 +230,6 @@ pub fn entry_for(name: String, path: PathBuf) -> KbEntry {
             folders: p.folders,
             error: None,
         },
-        // A KB created but not opened yet has no store: it is empty, not broken.
-        Err(_) if !path.join(DB_FILE).exists() => KbEntry {
-            name,
-            path,
-            documents: 0,
-            chunks: 0,
-            folders: Vec::new(),
-            error: None,
-        },
         Err(e) => KbEntry {
             name,
             path,

@@ -43,10 +43,10 @@ impl Service {
             images,
             ..IngestOptions::default()
         };
-        // The KB is held only to check and to commit each file, never while a file is
-        // parsed and embedded, so searches and reads go on during an ingest.
-        // Taken under the KB's mutex, so the open KB cannot change while this run holds
-        // its writer lock (see `kbs`).
+        // The writer lock is taken under the KB's mutex, so the open KB cannot change while
+        // this run holds it (see `kbs`). The KB itself is held only to check and to commit
+        // each file, never while a file is parsed and embedded, so searches and reads go
+        // on during an ingest.
         let writer = WriterLock::try_acquire(self.kb().store.dir())
             .map_err(|e| ServiceError::KbBusy(e.to_string()))?;
         let mut run = IngestRun::with_lock(writer, std::slice::from_ref(&path), &opts)?;

@@ -231,7 +231,7 @@ impl Service {
 }
 
 /// The open KB's folders to follow: the roots ingested as folders (`record_folder`); a KB
-/// ingested before those were recorded follows every root that is a folder.
+/// ingested before those were recorded follows every root.
 fn followed_folders(kb: &crate::kb::KnowledgeBase) -> Vec<PathBuf> {
     let roots = kb.store.roots().unwrap_or_default();
     let recorded: Vec<PathBuf> = roots

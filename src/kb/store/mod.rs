@@ -365,7 +365,6 @@ impl Store {
         Ok(keys)
     }
 
-    /// Removes a document and its vectors.
     /// Records that `root` was ingested as a folder (so it can be followed for changes;
     /// a single file's root is its parent folder, which must not be).
     pub fn record_folder(&mut self, root: &str) -> Result<()> {
@@ -386,6 +385,7 @@ impl Store {
         Ok(())
     }
 
+    /// Removes a document and its vectors.
     pub fn remove_document(&mut self, root: &str, path: &str) -> Result<()> {
         let keys = self.keys_of_document(root, path)?;
         self.conn.execute(
