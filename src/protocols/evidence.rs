@@ -80,16 +80,22 @@ impl Evidence {
             let section = kb.store.section_text_of(h.key)?;
             retrieved_text
                 .push_str(&format!("{}\n{}\n{section}\n", h.file, h.section).to_lowercase());
+            // Compared with whitespace collapsed: units join lines the chunk keeps.
+            let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
             let head = |t: &str| t.chars().take(40).collect::<String>();
-            let chunk_head = head(&h.text);
-            let in_chunk: Vec<String> = split_sentences(&section)
+            let chunk = flat(&h.text);
+            let chunk_head = head(&chunk);
+            let in_chunk: Vec<Unit> = units(&section)
                 .into_iter()
-                .filter(|s| h.text.contains(&head(s)) || s.contains(&chunk_head))
+                .filter(|u| {
+                    let source = flat(&u.source);
+                    chunk.contains(&head(&source)) || source.contains(&chunk_head)
+                })
                 .collect();
-            for s in in_chunk {
-                if !sentences.iter().any(|x| x.text == s) {
+            for u in in_chunk {
+                if !sentences.iter().any(|x| x.text == u.text) {
                     sentences.push(Sentence {
-                        text: s,
+                        text: u.text,
                         hit: i,
                         relevance: 0.0,
                     });
@@ -174,21 +180,52 @@ fn is_proper_name(w: &str) -> bool {
     w.chars().any(char::is_lowercase) && !w.chars().any(|c| c.is_ascii_digit())
 }
 
-/// Splits chunk text into sentences (and lines: lists and commands are one per line);
-/// drops fragments too short to stand alone. An option entry of a manual page (flag
-/// lines such as `-k` / `--keep-index`, then their description) stays one unit, flags
-/// first, so the description is never separated from the option it describes.
+/// A unit of evidence: a sentence, a line, a code block with the line introducing it, or
+/// a term with its description.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unit {
+    pub text: String,
+    /// The source text the unit was made from, as it stands in the section (an entry's
+    /// `text` joins its term and description with `: `; its source keeps their lines):
+    /// what tells which chunk holds the unit.
+    pub source: String,
+}
+
+impl Unit {
+    fn same(text: &str) -> Unit {
+        Unit {
+            text: text.trim().to_string(),
+            source: text.trim().to_string(),
+        }
+    }
+}
+
+/// Splits section text into sentences (see `units`).
 pub fn split_sentences(text: &str) -> Vec<String> {
+    units(text).into_iter().map(|u| u.text).collect()
+}
+
+/// Splits section text into sentences (and lines: lists and commands are one per line);
+/// drops fragments too short to stand alone. A term with its description stays one
+/// unit, term first, so the description is never separated from what it describes: an
+/// option entry of a manual page (flag lines such as `-k` / `--keep-index`, then their
+/// description) or a definition list's entry (`term` / `: definition`, as the parsers
+/// write `<dt>`/`<dd>`). A description too long for one unit gives its first sentence
+/// the term and the rest its own sentences.
+pub fn units(text: &str) -> Vec<Unit> {
     let mut out = Vec::new();
     // A line ending in ':' introduces the next line (usually a command): keep them
     // together. A fenced code block is one unit, after the line that introduces it.
-    let mut lines: Vec<String> = Vec::new();
+    // Each line is kept with its source (the lines it joins, as written).
+    let mut lines: Vec<(String, String)> = Vec::new();
     let mut fence: Option<String> = None;
     for line in text.lines() {
         if let Some(f) = &fence {
-            let unit = lines.last_mut().expect("the fence's opening line");
-            unit.push('\n');
-            unit.push_str(line);
+            let (unit, source) = lines.last_mut().expect("the fence's opening line");
+            for s in [unit, source] {
+                s.push('\n');
+                s.push_str(line);
+            }
             if line.trim() == f {
                 fence = None;
             }
@@ -203,59 +240,86 @@ pub fn split_sentences(text: &str) -> Vec<String> {
             let blanks = lines
                 .iter()
                 .rev()
-                .take_while(|l| l.trim().is_empty())
+                .take_while(|l| l.0.trim().is_empty())
                 .count();
             let before = lines.len() - blanks;
-            if before > 0 && lines[before - 1].trim_end().ends_with(':') {
+            if before > 0 && lines[before - 1].0.trim_end().ends_with(':') {
                 lines.truncate(before);
             }
         }
         let sep = if fence.is_some() { '\n' } else { ' ' };
         match lines.last_mut() {
-            Some(prev) if prev.trim_end().ends_with(':') && !prev.contains("```") => {
+            Some((prev, source)) if prev.trim_end().ends_with(':') && !prev.contains("```") => {
                 prev.truncate(prev.trim_end().len());
                 prev.push(sep);
                 prev.push_str(if fence.is_some() { line } else { line.trim() });
+                source.push('\n');
+                source.push_str(line);
             }
-            _ => lines.push(line.to_string()),
+            _ => lines.push((line.to_string(), line.to_string())),
         }
     }
     let mut n = 0;
     while n < lines.len() {
-        if is_option_line(&lines[n]) {
-            let mut flags = Vec::new();
-            while n < lines.len() && is_option_line(&lines[n]) {
-                flags.push(lines[n].trim());
-                n += 1;
-            }
-            let mut entry = flags.join(", ");
-            let mut described = false;
-            while n < lines.len()
-                && !is_option_line(&lines[n])
-                && !lines[n].trim().is_empty()
-                && !["- ", "* ", "+ "]
-                    .iter()
-                    .any(|m| lines[n].trim_start().starts_with(m))
-            {
-                let line = lines[n].trim();
-                if entry.chars().count() + line.chars().count() > MAX_SENTENCE_CHARS {
+        let terms = term_lines(&lines, n);
+        if terms > 0 {
+            let term = lines[n..n + terms]
+                .iter()
+                .map(|l| l.0.trim())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut source: Vec<&str> = lines[n..n + terms].iter().map(|l| l.1.as_str()).collect();
+            let mut entry = term.clone();
+            let mut m = n + terms;
+            let mut rest = None;
+            while m < lines.len() && (m == n + terms || is_description_line(&lines, m)) {
+                let raw = lines[m].0.trim();
+                let line = raw.strip_prefix(": ").unwrap_or(raw).trim();
+                if m > n + terms && raw.starts_with(": ") {
                     break;
                 }
-                entry.push_str(if described { " " } else { ": " });
+                if entry.chars().count() + line.chars().count() > MAX_SENTENCE_CHARS {
+                    if m == n + terms {
+                        // Too long as a whole: its first sentence goes with the term.
+                        let sentences = line_sentences(line);
+                        if let Some(first) = sentences.first() {
+                            entry = format!("{term}: {first}");
+                            source.push(lines[m].1.as_str());
+                            rest = Some(line[first.len()..].trim().to_string());
+                        }
+                    }
+                    break;
+                }
+                entry.push_str(if m > n + terms { " " } else { ": " });
                 entry.push_str(line);
-                described = true;
-                n += 1;
+                source.push(lines[m].1.as_str());
+                m += 1;
             }
-            if described {
-                push_sentence(&mut out, &entry);
+            if m > n + terms || rest.is_some() {
+                let unit = Unit {
+                    text: entry,
+                    source: source.join("\n"),
+                };
+                push_unit(&mut out, unit);
+            }
+            n = m;
+            if let Some(rest) = rest {
+                // The long line's other sentences, as any line's.
+                lines[m] = (rest.clone(), rest);
             }
             continue;
         }
-        let line = &lines[n];
+        let line = &lines[n].0;
         n += 1;
         if line.contains("```") && line.contains('\n') {
             // A code block (with its introducing line) is never split at its periods.
-            push_sentence(&mut out, line);
+            push_unit(
+                &mut out,
+                Unit {
+                    text: line.trim().to_string(),
+                    source: lines[n - 1].1.trim().to_string(),
+                },
+            );
             continue;
         }
         // A chunk can start inside a sentence (chunks overlap): skip that fragment.
@@ -267,20 +331,88 @@ pub fn split_sentences(text: &str) -> Vec<String> {
         } else {
             line.as_str()
         };
-        let mut start = 0;
-        let b = line.as_bytes();
-        for i in 0..b.len() {
-            let end_here =
-                matches!(b[i], b'.' | b'!' | b'?') && (i + 1 == b.len() || b[i + 1] == b' ');
-            if end_here {
-                push_sentence(&mut out, &line[start..=i]);
-                start = i + 1;
-            }
+        // A definition whose term was too long to be one stands as a paragraph.
+        let line = line.strip_prefix(": ").unwrap_or(line);
+        for s in line_sentences(line) {
+            push_unit(&mut out, Unit::same(s));
         }
-        push_sentence(&mut out, &line[start..]);
     }
     out
 }
+
+/// A line's sentences: it ends one at `.`, `!` or `?` before a space, unless the next
+/// word starts in lowercase (`i.e. the`, `e.g. a`), or at its end.
+fn line_sentences(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let b = line.as_bytes();
+    for i in 0..b.len() {
+        let end_here = matches!(b[i], b'.' | b'!' | b'?')
+            && (i + 1 == b.len()
+                || (b[i + 1] == b' '
+                    && !line[i + 1..]
+                        .trim_start()
+                        .starts_with(|c: char| c.is_lowercase())));
+        if end_here {
+            out.push(line[start..=i].trim());
+            start = i + 1;
+        }
+    }
+    if !line[start..].trim().is_empty() {
+        out.push(line[start..].trim());
+    }
+    out
+}
+
+/// How many lines from `n` on are an entry's terms: a run of option lines followed by
+/// a description, or one short line followed by a `: definition` line.
+fn term_lines(lines: &[(String, String)], n: usize) -> usize {
+    let is_def = |i: usize| {
+        lines
+            .get(i)
+            .is_some_and(|l| l.0.trim_start().starts_with(": "))
+    };
+    let mut k = 0;
+    while n + k < lines.len() && is_option_line(&lines[n + k].0) {
+        k += 1;
+    }
+    if k == 0 {
+        let l = lines[n].0.trim();
+        let term = !l.is_empty()
+            && !is_def(n)
+            && l.chars().count() <= MAX_TERM_CHARS
+            && !l.contains("```");
+        return usize::from(term && is_def(n + 1));
+    }
+    let described = lines
+        .get(n + k)
+        .is_some_and(|l| !l.0.trim().is_empty() && !is_list_item(&l.0));
+    if described {
+        k
+    } else {
+        0
+    }
+}
+
+/// Whether line `m` continues the description before it: not blank, not a list item,
+/// not an option line, not the start of another entry.
+fn is_description_line(lines: &[(String, String)], m: usize) -> bool {
+    let l = &lines[m].0;
+    !l.trim().is_empty()
+        && !is_list_item(l)
+        && !is_option_line(l)
+        && !l.contains("```")
+        && term_lines(lines, m) == 0
+}
+
+fn is_list_item(line: &str) -> bool {
+    ["- ", "* ", "+ "]
+        .iter()
+        .any(|m| line.trim_start().starts_with(m))
+}
+
+/// Longest definition-list term.
+const MAX_TERM_CHARS: usize = 100;
 
 /// Longest sentence (or option entry) kept.
 const MAX_SENTENCE_CHARS: usize = 400;
@@ -306,15 +438,15 @@ fn is_table_rule(line: &str) -> bool {
 /// Longest code block (with its introducing line) kept as one unit.
 const MAX_CODE_UNIT_CHARS: usize = 800;
 
-fn push_sentence(out: &mut Vec<String>, s: &str) {
-    let s = s.trim();
+fn push_unit(out: &mut Vec<Unit>, unit: Unit) {
+    let s = unit.text.trim();
     let max = if s.contains("```") {
         MAX_CODE_UNIT_CHARS
     } else {
         MAX_SENTENCE_CHARS
     };
     if s.chars().count() >= 20 && s.chars().count() <= max {
-        out.push(s.to_string());
+        out.push(unit);
     }
 }
 
@@ -380,6 +512,41 @@ mod tests {
                 "- a markdown list item that is long enough"
             ]
         );
+    }
+
+    #[test]
+    fn definitions_stay_with_their_terms() {
+        let long = "Evaluates an arbitrary shell command in each checked out submodule. \
+                    The command has access to the variables $name and $sm_path, which name \
+                    the submodule and its path (i.e. the path recorded in the superproject). "
+            .repeat(3);
+        let text = format!(
+            "--depth <depth>\n: Create a shallow clone.\nImplies `--single-branch`.\n\
+             foreach [--recursive] <command>\n: {long}\nsync [--recursive]\n\
+             : Synchronizes the remote URL configuration."
+        );
+        let u = units(&text);
+        let texts: Vec<&str> = u.iter().map(|u| u.text.as_str()).collect();
+        assert_eq!(
+            texts[..3],
+            [
+                "--depth <depth>: Create a shallow clone. Implies `--single-branch`.",
+                "foreach [--recursive] <command>: Evaluates an arbitrary shell command in \
+                 each checked out submodule.",
+                "The command has access to the variables $name and $sm_path, which name the \
+                 submodule and its path (i.e. the path recorded in the superproject).",
+            ]
+        );
+        assert_eq!(
+            texts.last(),
+            Some(&"sync [--recursive]: Synchronizes the remote URL configuration.")
+        );
+        // The source is the section's text as written: a chunk holding it is found.
+        assert_eq!(
+            u[0].source,
+            "--depth <depth>\n: Create a shallow clone.\nImplies `--single-branch`."
+        );
+        assert!(text.contains(&u[1].source[..60]));
     }
 
     #[test]

@@ -121,18 +121,21 @@ pub fn pdf_file(kb: &KnowledgeBase, path: &str) -> Result<Value, ServiceError> {
 pub fn markdown_html(md: &str) -> String {
     use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
     let mut links: Vec<bool> = Vec::new();
-    let events = Parser::new_ext(md, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH)
-        .filter_map(|event| match event {
-            Event::Html(t) | Event::InlineHtml(t) => Some(Event::Text(t)),
-            Event::Start(Tag::Link { ref dest_url, .. }) => {
-                let keep = followable(dest_url);
-                links.push(keep);
-                keep.then_some(event)
-            }
-            Event::End(TagEnd::Link) => links.pop().unwrap_or(false).then_some(event),
-            Event::Start(Tag::Image { .. }) | Event::End(TagEnd::Image) => None,
-            other => Some(other),
-        });
+    let events = Parser::new_ext(
+        md,
+        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_DEFINITION_LIST,
+    )
+    .filter_map(|event| match event {
+        Event::Html(t) | Event::InlineHtml(t) => Some(Event::Text(t)),
+        Event::Start(Tag::Link { ref dest_url, .. }) => {
+            let keep = followable(dest_url);
+            links.push(keep);
+            keep.then_some(event)
+        }
+        Event::End(TagEnd::Link) => links.pop().unwrap_or(false).then_some(event),
+        Event::Start(Tag::Image { .. }) | Event::End(TagEnd::Image) => None,
+        other => Some(other),
+    });
     let mut html = String::with_capacity(md.len() * 3 / 2);
     pulldown_cmark::html::push_html(&mut html, events);
     html

@@ -1,6 +1,7 @@
 //! The block structure every parser keeps, written as a small, regular Markdown: one line
 //! per paragraph (never wrapped), fenced code blocks with their language, `- ` / `1. `
 //! list items (nested items indented), `> ` block quotes, pipe tables with a header row,
+//! definition lists (`term` lines, then `: definition`, then a blank line),
 //! `` `inline code` `` and `[links](target)`. A section's stored text is this Markdown.
 //!
 //! Why Markdown rather than a tree of typed blocks: the seed formats' answers are
@@ -34,6 +35,9 @@ pub(crate) struct MarkdownWriter {
     row: Option<(Vec<String>, usize)>,
     /// Rows written in the current table (the first is its header).
     table_rows: usize,
+    /// A definition (`<dd>`) has opened and its first text is still to come: it starts
+    /// a line with `: `, the definition-list syntax pulldown-cmark reads.
+    definition_pending: bool,
 }
 
 impl Default for MarkdownWriter {
@@ -44,6 +48,7 @@ impl Default for MarkdownWriter {
             links: Vec::new(),
             row: None,
             table_rows: 0,
+            definition_pending: false,
         }
     }
 }
@@ -55,7 +60,27 @@ impl MarkdownWriter {
 
     /// Inline text, as is (callers collapse whitespace where their format asks for it).
     pub(crate) fn text(&mut self, s: &str) {
+        self.open_definition();
         self.buf().push_str(s);
+    }
+
+    /// The lines before this call are a term; the next text starts its definition
+    /// (`term` / `: definition`). A definition that opens with a block (a list, code)
+    /// stays unmarked.
+    pub(crate) fn definition_start(&mut self) {
+        self.line_break();
+        self.definition_pending = true;
+    }
+
+    fn open_definition(&mut self) {
+        if std::mem::take(&mut self.definition_pending) {
+            self.line_break();
+            let b = self.buf();
+            // Only after a term: a definition with nothing before it is plain text.
+            if !b.trim().is_empty() {
+                b.push_str(": ");
+            }
+        }
     }
 
     /// A space between inline runs, unless the line already ends in one.
@@ -67,6 +92,7 @@ impl MarkdownWriter {
     }
 
     pub(crate) fn inline_code(&mut self, code: &str) {
+        self.open_definition();
         let code = code.replace('\n', " ");
         let fence = "`".repeat(longest_run(&code, '`') + 1);
         let pad = if code.starts_with('`') || code.ends_with('`') {
@@ -79,6 +105,7 @@ impl MarkdownWriter {
     }
 
     pub(crate) fn link_start(&mut self) {
+        self.open_definition();
         let at = self.buf().len();
         self.links.push(at);
     }
@@ -129,6 +156,7 @@ impl MarkdownWriter {
         if code.trim().is_empty() {
             return;
         }
+        self.definition_pending = false;
         let fence = "`".repeat(longest_run(code, '`').max(2) + 1);
         let lang: String = lang
             .split(|c: char| c.is_whitespace() || c == ',' || c == '{')
@@ -162,6 +190,7 @@ impl MarkdownWriter {
     }
 
     fn push_frame(&mut self, frame: Frame) {
+        self.definition_pending = false;
         if self.frames.len() >= MAX_FRAMES {
             self.overflow += 1;
             self.block_break();
@@ -265,6 +294,7 @@ impl MarkdownWriter {
     }
 
     pub(crate) fn table_start(&mut self) {
+        self.definition_pending = false;
         self.table_rows = 0;
         self.row = None;
         self.block_break();
@@ -313,7 +343,7 @@ pub fn followable(target: &str) -> bool {
 pub fn visible_text(md: &str) -> String {
     use pulldown_cmark::{Event, Options, Parser, TagEnd};
     let mut out = String::with_capacity(md.len());
-    for event in Parser::new_ext(md, Options::ENABLE_TABLES) {
+    for event in Parser::new_ext(md, Options::ENABLE_TABLES | Options::ENABLE_DEFINITION_LIST) {
         match event {
             Event::Text(t) | Event::Code(t) | Event::InlineHtml(t) | Event::Html(t) => {
                 out.push_str(&t)
@@ -326,6 +356,8 @@ pub fn visible_text(md: &str) -> String {
                 | TagEnd::CodeBlock
                 | TagEnd::TableRow
                 | TagEnd::TableHead
+                | TagEnd::DefinitionListTitle
+                | TagEnd::DefinitionListDefinition
                 | TagEnd::Heading(_),
             ) if !out.ends_with('\n') => out.push('\n'),
             Event::End(TagEnd::TableCell) => out.push_str(" | "),

@@ -185,6 +185,10 @@ impl Walk {
                 self.block_break();
                 self.in_dl += 1;
             }
+            "dd" => {
+                self.block_break();
+                self.body.definition_start();
+            }
             n if BLOCK.contains(&n) => self.block_break(),
             _ => {}
         }
@@ -206,6 +210,8 @@ impl Walk {
                 self.in_dl -= 1;
                 self.block_break();
             }
+            // A blank line ends a definition: the next term would continue it otherwise.
+            "dd" => self.body.block_break(),
             n if BLOCK.contains(&n) => self.block_break(),
             _ => {}
         }
@@ -321,5 +327,31 @@ mod tests {
         assert_eq!(d.sections[1].text, "- Page the on-call\n- Open a ticket");
         let all: String = d.sections.iter().map(|s| s.text.clone()).collect();
         assert!(!all.contains("secret") && !all.contains("color") && !all.contains("Menu"));
+    }
+
+    #[test]
+    fn definition_lists_keep_each_term_before_its_definition() {
+        // As asciidoc writes a manual page's options, and a subcommand whose definition
+        // starts with a list (left unmarked).
+        let html = r#"<h2>OPTIONS</h2><div class="dlist"><dl>
+            <dt class="hdlist1">-k</dt><dt class="hdlist1">--keep-index</dt>
+            <dd><p>Changes already added to the <code>index</code> are left intact.</p>
+                <p>A second paragraph.</p></dd>
+            <dt>foreach [--recursive] &lt;command&gt;</dt>
+            <dd><p><a href="x.html">Evaluates</a> a command.</p></dd>
+            <dt>sync</dt><dd><ul><li>first</li></ul></dd></dl></div>"#;
+        let d = parse(html, "m");
+        assert_eq!(
+            d.sections[0].text,
+            "-k\n--keep-index\n: Changes already added to the `index` are left intact.\n\
+             A second paragraph.\n\nforeach [--recursive] <command>\n: [Evaluates](x.html) \
+             a command.\n\nsync\n- first"
+        );
+        let html = crate::service::document::markdown_html(&d.sections[0].text);
+        assert!(
+            html.contains("<dt>foreach [--recursive] &lt;command&gt;</dt>"),
+            "{html}"
+        );
+        assert_eq!(html.matches("<dd>").count(), 2, "{html}");
     }
 }

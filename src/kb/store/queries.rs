@@ -28,20 +28,35 @@ impl Store {
         )?)
     }
 
-    /// Whether any chunk contains `word` (after FTS5's own tokenizing and stemming).
+    /// Whether any chunk or its headings contain `word` as written (case aside): FTS5 finds the chunks
+    /// with its stem, then each is checked for the word itself, since a stem is not a
+    /// mention (Porter makes "LFS" the "LF" of line endings).
     pub fn term_known(&self, word: &str) -> Result<bool> {
-        let Some(q) = fts_query(word) else {
+        let parts: Vec<String> = word
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .filter(|w| !w.is_empty())
+            .map(|w| w.replace('"', ""))
+            .collect();
+        if parts.is_empty() {
             return Ok(true);
-        };
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?1 LIMIT 1",
-                params![q],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_some())
+        }
+        // One phrase: the word's parts in order, as FTS5 tokenizes a hyphenated name.
+        let phrase = format!("\"{}\"", parts.join(" "));
+        let mut stmt = self.conn.prepare(
+            "SELECT text || '\n' || headings FROM chunks_fts WHERE chunks_fts MATCH ?1 LIMIT ?2",
+        )?;
+        let texts = stmt.query_map(params![phrase, TERM_CHECK_ROWS as i64], |r| {
+            r.get::<_, String>(0)
+        })?;
+        let mut rows = 0;
+        for text in texts {
+            rows += 1;
+            if contains_word(&text?, word) {
+                return Ok(true);
+            }
+        }
+        // So many stem matches that the word itself is likely among those not read.
+        Ok(rows >= TERM_CHECK_ROWS)
     }
 
     /// Whether `file` has a section headed `heading` (exactly as written).
@@ -328,6 +343,20 @@ impl Store {
 
 /// An FTS5 query from free text: every meaningful word, quoted (so FTS5 syntax in the
 /// user's words cannot break the query), OR-ed together; BM25 ranks by how many match.
+/// Chunks read when checking that a term occurs as written.
+const TERM_CHECK_ROWS: usize = 500;
+
+/// Whether `text` holds `word` (case-insensitively) with no letter, digit, `_` or `-`
+/// joined on either side.
+fn contains_word(text: &str, word: &str) -> bool {
+    let text = text.to_lowercase();
+    let word = word.to_lowercase();
+    let joins = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-');
+    text.match_indices(&word).any(|(i, _)| {
+        !joins(text[..i].chars().next_back()) && !joins(text[i + word.len()..].chars().next())
+    })
+}
+
 pub fn fts_query(text: &str) -> Option<String> {
     let words: Vec<String> = text
         .split(|c: char| !c.is_alphanumeric() && c != '_')
@@ -341,6 +370,15 @@ pub fn fts_query(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_are_found_as_written() {
+        assert!(contains_word("Track it with Git LFS.", "lfs"));
+        assert!(contains_word("see git-crypt(1)", "git-crypt"));
+        assert!(!contains_word("Convert CRLF to LF.", "lfs"));
+        assert!(!contains_word("git-cryptography", "git-crypt"));
+        assert!(!contains_word("pre-git-crypt", "git-crypt"));
+    }
 
     #[test]
     fn fts_query_quotes_words_and_drops_stopwords() {

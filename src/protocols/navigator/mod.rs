@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::checks::{self, grounding_share};
-use super::evidence::{Evidence, ANSWERABLE_MIN_SCORE, DOMAIN_MIN_SCORE};
+use super::evidence::{Evidence, DOMAIN_MIN_SCORE};
 use super::grounded::{
     candidates, evidence_listing, extractive_answer, join_sentences, CANDIDATES,
 };
@@ -183,8 +183,9 @@ pub fn prepare(
 
     if ev.out_of_domain() {
         report.decision = format!(
-            "out of domain: best chunk {:.3} < {ANSWERABLE_MIN_SCORE} and domain similarity {:.3} < {DOMAIN_MIN_SCORE}",
-            ev.best_score, ev.domain_score
+            "out of domain: {} and domain similarity {:.3} < {DOMAIN_MIN_SCORE}",
+            ev.why_unanswerable(),
+            ev.domain_score
         );
         return check(refusal::out_of_domain(&ev), &ev, &facts, report, None).map(Step::Done);
     }
@@ -240,7 +241,7 @@ impl Pending for PendingNavigator {
             AnswerMode::Reader => {
                 let reading = reader::read(llm, &ev, &mut report, watch)?;
                 let mut cited: Vec<(String, String)> = Vec::new();
-                for &q in &reading.quoted {
+                for &q in &reading.cited {
                     let h = &ev.hits[q];
                     let key = (h.file.clone(), h.section.clone());
                     if !cited.contains(&key) {
