@@ -10,7 +10,8 @@ use serde::Serialize;
 
 use sextant::eval::{self, EvalQuestion, Figures, Scored};
 use sextant::llm::Llm;
-use sextant::protocols::{prepare_ask, AnswerFormat, AnswerMode, AskRequest};
+use sextant::protocols::watch::Watch;
+use sextant::protocols::{prepare_ask, AnswerFormat, AnswerMode, AskRequest, Pending, Step};
 
 use super::{Ctx, KbArg};
 
@@ -87,9 +88,28 @@ pub fn run(ctx: &Ctx, args: EvalArgs) -> Result<()> {
                 k: args.k,
             };
             let t = Instant::now();
-            let answer = prepare_ask(&kb, &request)?.complete(llm.as_mut())?;
+            let mut first_words: Option<f64> = None;
+            let answer = match prepare_ask(&kb, &request)? {
+                Step::Done(answer) => answer,
+                Step::NeedsLlm(pending) => {
+                    let Some(llm) = llm.as_mut() else {
+                        bail!("the rules did not decide and no LLM is loaded");
+                    };
+                    // As the API and the desktop stream it: the first piece of answer text.
+                    let mut on_text = |piece: &str| {
+                        if first_words.is_none() && !piece.trim().is_empty() {
+                            first_words = Some(t.elapsed().as_secs_f64() * 1e3);
+                        }
+                    };
+                    let mut watch = Watch {
+                        on_answer_text: Some(&mut on_text),
+                        cancel: None,
+                    };
+                    pending.finish_watched(llm, &mut watch)?
+                }
+            };
             let ms = t.elapsed().as_secs_f64() * 1e3;
-            let s = eval::score(&kb, q, &answer, ms)?;
+            let s = eval::score(&kb, q, &answer, ms, first_words.unwrap_or(ms))?;
             if args.verbose {
                 eprintln!(
                     "{} [{:?} → {:?}] kw {} cited {} {:.1}s: {}",
@@ -138,7 +158,7 @@ fn print_table(args: &EvalArgs, runs: &[ModeRun]) {
         args.k
     );
     println!(
-        "{:<22} {:>6} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>8} {:>8}",
+        "{:<22} {:>6} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}",
         "format · mode",
         "hit@k",
         "cited",
@@ -150,12 +170,14 @@ fn print_table(args: &EvalArgs, runs: &[ModeRun]) {
         "ood",
         "invented",
         "p50 s",
-        "p95 s"
+        "p95 s",
+        "first50",
+        "first95"
     );
     for r in runs {
         let f = &r.figures;
         println!(
-            "{:<22} {:>6.2} {:>6.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>8} {:>8.1} {:>8.1}",
+            "{:<22} {:>6.2} {:>6.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>8} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
             format!("{:?} · {:?}", r.format, r.mode).to_lowercase(),
             f.hit_at_k,
             f.cited_expected_file,
@@ -167,7 +189,9 @@ fn print_table(args: &EvalArgs, runs: &[ModeRun]) {
             f.out_of_domain_accuracy,
             f.invented_answers,
             f.latency_p50_ms / 1e3,
-            f.latency_p95_ms / 1e3
+            f.latency_p95_ms / 1e3,
+            f.first_words_p50_ms / 1e3,
+            f.first_words_p95_ms / 1e3
         );
     }
 }

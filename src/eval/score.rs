@@ -87,18 +87,23 @@ pub struct Scored {
     /// Invented citations and tokens (empty when none).
     pub invented: Vec<String>,
     pub latency_ms: f64,
+    /// When the first words of the answer were shown: the model's first answer text
+    /// when it streams one, else the whole answer (a rule's answer comes at once).
+    pub first_words_ms: f64,
     /// The protocol's decision and retrieval scores (for reading a run, not scored).
     pub decision: String,
     pub best_score: f64,
     pub domain_score: f64,
 }
 
-/// Scores one answer (given in `latency_ms`) against its labelled question.
+/// Scores one answer (given in `latency_ms`, its first words in `first_words_ms`)
+/// against its labelled question.
 pub fn score(
     kb: &KnowledgeBase,
     q: &EvalQuestion,
     answer: &Answer,
     latency_ms: f64,
+    first_words_ms: f64,
 ) -> Result<Scored> {
     let outcome = classify(answer);
     let text = match answer.format {
@@ -175,6 +180,7 @@ pub fn score(
         grounded_sentences,
         invented,
         latency_ms,
+        first_words_ms,
         answer: text,
         decision: answer.report.decision.clone(),
         best_score: answer.report.best_score,
@@ -214,6 +220,8 @@ pub struct Figures {
     pub invented_answers: usize,
     pub latency_p50_ms: f64,
     pub latency_p95_ms: f64,
+    pub first_words_p50_ms: f64,
+    pub first_words_p95_ms: f64,
 }
 
 /// The run's figures; a share over no questions is 0.
@@ -239,6 +247,7 @@ pub fn summarise(scored: &[Scored], format: AnswerFormat) -> Figures {
         })
         .count();
     let latencies: Vec<f64> = scored.iter().map(|s| s.latency_ms).collect();
+    let first_words: Vec<f64> = scored.iter().map(|s| s.first_words_ms).collect();
     Figures {
         questions: scored.len(),
         answerable,
@@ -275,6 +284,8 @@ pub fn summarise(scored: &[Scored], format: AnswerFormat) -> Figures {
         invented_answers: scored.iter().filter(|s| !s.invented.is_empty()).count(),
         latency_p50_ms: percentile(latencies.clone(), 0.5),
         latency_p95_ms: percentile(latencies, 0.95),
+        first_words_p50_ms: percentile(first_words.clone(), 0.5),
+        first_words_p95_ms: percentile(first_words, 0.95),
     }
 }
 
@@ -296,6 +307,7 @@ mod tests {
             grounded_sentences: 0,
             invented: Vec::new(),
             latency_ms: 0.0,
+            first_words_ms: 0.0,
             decision: String::new(),
             best_score: 0.0,
             domain_score: 0.0,
@@ -313,12 +325,14 @@ mod tests {
         a1.sentences = 3;
         a1.grounded_sentences = 3;
         a1.latency_ms = 100.0;
+        a1.first_words_ms = 40.0;
         let mut a2 = scored(K::Answerable, O::Answered);
         a2.retrieved_expected = true;
         a2.keyword_share = Some(0.5);
         a2.sentences = 1;
         a2.invented = vec!["--force".into()];
         a2.latency_ms = 300.0;
+        a2.first_words_ms = 60.0;
         let mut a3 = scored(K::Answerable, O::NotDocumented);
         a3.keyword_share = Some(0.0);
         a3.latency_ms = 200.0;
@@ -327,8 +341,10 @@ mod tests {
         let ood1 = scored(K::OutOfDomain, O::OutOfDomain);
         let ood2 = scored(K::OutOfDomain, O::NotDocumented);
         let mut all = [a1, a2, a3, nd1, nd2, ood1, ood2];
+        all[2].first_words_ms = 200.0;
         for s in &mut all[3..] {
             s.latency_ms = 50.0;
+            s.first_words_ms = 50.0;
         }
         let f = summarise(&all, AnswerFormat::Navigator);
         assert_eq!((f.answerable, f.not_documented, f.out_of_domain), (3, 2, 2));
@@ -341,6 +357,7 @@ mod tests {
         assert!((f.out_of_domain_accuracy - 0.5).abs() < 1e-9);
         assert_eq!(f.invented_answers, 1);
         assert_eq!((f.latency_p50_ms, f.latency_p95_ms), (50.0, 300.0));
+        assert_eq!((f.first_words_p50_ms, f.first_words_p95_ms), (50.0, 200.0));
         // RAG cannot say out of domain: any refusal of an out-of-domain question counts.
         let f = summarise(&all, AnswerFormat::Rag);
         assert!((f.out_of_domain_accuracy - 1.0).abs() < 1e-9);
