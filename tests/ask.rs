@@ -461,18 +461,30 @@ fn reader_rules_decide_unanswerable_and_out_of_domain_questions_without_the_mode
 
 #[test]
 fn reader_answers_a_documented_question_citing_what_it_quoted() {
-    let (r, report) = {
+    let question = "How do I roll back a deployment?";
+    let (r, report, best) = {
         let kb = kb();
         let mut llm = llm();
-        navigator::answer(
-            &kb,
-            Some(&mut llm),
-            "How do I roll back a deployment?",
-            5,
-            AnswerMode::Reader,
-        )
-        .unwrap()
+        let ev = sextant::protocols::evidence::Evidence::gather(&kb, question, 5).unwrap();
+        let best = ev.sentences[0].clone();
+        let best = (best.text, ev.hits[best.hit].file.clone());
+        let (r, report) =
+            navigator::answer(&kb, Some(&mut llm), question, 5, AnswerMode::Reader).unwrap();
+        (r, report, best)
     };
+    // The documentation's best sentence follows the answer (unless the answer is made
+    // of it; a unit with code is quoted as a block quote), and its file is cited.
+    let unquoted: Vec<&str> = r
+        .answer
+        .lines()
+        .map(|l| l.strip_prefix("> ").or(l.strip_prefix('>')).unwrap_or(l))
+        .collect();
+    assert!(
+        unquoted.join("\n").contains(&best.0),
+        "{}\n{best:?}",
+        r.answer
+    );
+    assert!(r.sources.iter().any(|s| s.file == best.1), "{r:?}");
     println!("{r:#?}\n{:?}", report.notes);
     assert!(
         report.decision.starts_with("reader:"),
