@@ -386,7 +386,7 @@ fn term_lines(lines: &[(String, String)], n: usize) -> usize {
     }
     let described = lines
         .get(n + k)
-        .is_some_and(|l| !l.0.trim().is_empty() && !is_list_item(&l.0));
+        .is_some_and(|l| !l.0.trim().is_empty() && !is_list_item(&l.0) && !l.0.contains("```"));
     if described {
         k
     } else {

@@ -72,6 +72,12 @@ impl MarkdownWriter {
         self.definition_pending = true;
     }
 
+    /// A term (`<dt>`) starts: a definition still waiting for its text (one that held
+    /// only a nested list's terms) is not marked.
+    pub(crate) fn term_start(&mut self) {
+        self.definition_pending = false;
+    }
+
     fn open_definition(&mut self) {
         if std::mem::take(&mut self.definition_pending) {
             self.line_break();

@@ -189,6 +189,10 @@ impl Walk {
                 self.block_break();
                 self.body.definition_start();
             }
+            "dt" => {
+                self.block_break();
+                self.body.term_start();
+            }
             n if BLOCK.contains(&n) => self.block_break(),
             _ => {}
         }
@@ -353,5 +357,12 @@ mod tests {
             "{html}"
         );
         assert_eq!(html.matches("<dd>").count(), 2, "{html}");
+        // A definition holding only a nested list: the inner term is not marked as the
+        // outer term's definition.
+        let d = parse(
+            "<dl><dt>outer</dt><dd><dl><dt>inner</dt><dd><p>Its definition.</p></dd></dl></dd></dl>",
+            "n",
+        );
+        assert_eq!(d.sections[0].text, "outer\ninner\n: Its definition.");
     }
 }
