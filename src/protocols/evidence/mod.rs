@@ -1,0 +1,217 @@
+//! Evidence shared by the answer formats: the retrieved chunks, their sentences ranked by
+//! relevance to the question, the KB's domain, and the decisions that follow from the
+//! scores alone (answerable? out of domain?).
+
+mod units;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::embed::cosine;
+pub use crate::kb::domain::Domain;
+use crate::kb::search::{search_with_vector, Hit, SearchMode};
+use crate::kb::KnowledgeBase;
+pub use units::{split_sentences, units, Unit};
+
+/// Normalised score ((cos+1)/2) below which the best chunk does not answer the question.
+/// Tuned on the sample KB (`eval/sample-kb.jsonl`, the per-question `best_score` of
+/// `sextant eval --json`): its 65 answerable questions score ≥ 0.632, its out-of-domain
+/// questions ≤ 0.626. On git-doc's tuning half the out-of-domain questions score
+/// 0.57–0.67 and the answerable ones ≥ 0.69.
+pub const ANSWERABLE_MIN_SCORE: f64 = 0.63;
+/// Normalised similarity to the KB's domain (its topics) below which a question that is
+/// also unanswerable is out of domain rather than "in domain, not documented". Tuned the
+/// same way: out-of-domain questions ≤ 0.671, not-documented ones ≥ 0.709.
+pub const DOMAIN_MIN_SCORE: f64 = 0.69;
+
+/// A sentence of a retrieved chunk, a candidate for the answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sentence {
+    pub text: String,
+    /// Index into `Evidence::hits`.
+    pub hit: usize,
+    /// Cosine to the question, plus a small bonus for shared words.
+    pub relevance: f32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Evidence {
+    pub question: String,
+    pub hits: Vec<Hit>,
+    /// Best hit's normalised score (0 when nothing was retrieved).
+    pub best_score: f64,
+    /// Sentences of the hits, most relevant first.
+    pub sentences: Vec<Sentence>,
+    /// Best normalised similarity of the question to the KB's domain topics.
+    pub domain_score: f64,
+    pub domain: Domain,
+    /// Names in the question (capitalised, acronyms, numbers) that occur nowhere in the
+    /// KB. Similarity cannot tell "how do I configure Kafka" from a documented question
+    /// about the same service; a name the documents never mention can.
+    pub unknown_terms: Vec<String>,
+    /// Names in the question that some document mentions but none of the retrieved
+    /// sections does: the passages that match the question are about something else
+    /// ("open a pull request on GitHub" when GitHub is named once, elsewhere).
+    pub unretrieved_terms: Vec<String>,
+}
+
+impl Evidence {
+    pub fn gather(kb: &KnowledgeBase, question: &str, k: usize) -> Result<Evidence> {
+        let q = kb.embedder.embed(&[question])?.pop().unwrap_or_default();
+        let hits = search_with_vector(kb, question, &q, k, SearchMode::Hybrid)?;
+        let best_score = hits.iter().map(|h| h.score).fold(0.0, f64::max);
+        let (domain, topic_vectors) = kb.domain(|| {
+            let domain = Domain::load(kb)?;
+            let mut texts: Vec<String> = domain.topics.clone();
+            if !domain.description.is_empty() {
+                texts.push(domain.description.clone());
+            }
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = kb.embedder.embed(&refs)?;
+            Ok((domain, vectors))
+        })?;
+        let domain_score = topic_vectors
+            .iter()
+            .map(|v| crate::kb::search::normalised(cosine(&q, v)))
+            .fold(0.0, f64::max);
+        let mut sentences: Vec<Sentence> = Vec::new();
+        let mut retrieved_text = String::new();
+        for (i, h) in hits.iter().enumerate() {
+            // Sentences come from the whole section, so none is cut at a chunk edge; a
+            // sentence belongs to the hit if the chunk holds its start or it holds the
+            // chunk's start.
+            let section = kb.store.section_text_of(h.key)?;
+            retrieved_text
+                .push_str(&format!("{}\n{}\n{section}\n", h.file, h.section).to_lowercase());
+            // Compared with whitespace collapsed: units join lines the chunk keeps.
+            let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+            let head = |t: &str| t.chars().take(40).collect::<String>();
+            let chunk = flat(&h.text);
+            let chunk_head = head(&chunk);
+            let in_chunk: Vec<Unit> = units(&section)
+                .into_iter()
+                .filter(|u| {
+                    let source = flat(&u.source);
+                    chunk.contains(&head(&source)) || source.contains(&chunk_head)
+                })
+                .collect();
+            for u in in_chunk {
+                if !sentences.iter().any(|x| x.text == u.text) {
+                    sentences.push(Sentence {
+                        text: u.text,
+                        hit: i,
+                        relevance: 0.0,
+                    });
+                }
+            }
+        }
+        if !sentences.is_empty() {
+            let refs: Vec<&str> = sentences.iter().map(|s| s.text.as_str()).collect();
+            let vectors = kb.embedder.embed(&refs)?;
+            let qwords = content_words(question);
+            for (s, v) in sentences.iter_mut().zip(&vectors) {
+                let overlap = overlap_share(&qwords, &s.text);
+                s.relevance = cosine(&q, v) + 0.2 * overlap as f32;
+            }
+            sentences.sort_by(|a, b| b.relevance.partial_cmp(&a.relevance).unwrap());
+        }
+        let mut unknown_terms = Vec::new();
+        let mut unretrieved_terms = Vec::new();
+        for (i, raw) in question
+            .split(|c: char| !c.is_alphanumeric() && c != '-' && c != '_')
+            .filter(|w| !w.is_empty())
+            .enumerate()
+        {
+            let w = raw.trim_matches('-');
+            let named = (i > 0 && w.chars().next().is_some_and(char::is_uppercase))
+                || w.chars().skip(1).any(char::is_uppercase)
+                || w.chars().any(|c| c.is_ascii_digit());
+            if named && w.chars().count() >= 2 {
+                if !kb.store.term_known(w)? {
+                    unknown_terms.push(w.to_string());
+                } else if !hits.is_empty()
+                    && is_proper_name(w)
+                    && !crate::kb::stopwords::is_stopword(&w.to_lowercase())
+                    && !retrieved_text.contains(&w.to_lowercase())
+                {
+                    unretrieved_terms.push(w.to_string());
+                }
+            }
+        }
+        Ok(Evidence {
+            unknown_terms,
+            unretrieved_terms,
+            question: question.to_string(),
+            hits,
+            best_score,
+            sentences,
+            domain_score,
+            domain,
+        })
+    }
+
+    pub fn answerable(&self) -> bool {
+        self.best_score >= ANSWERABLE_MIN_SCORE
+            && self.unknown_terms.is_empty()
+            && self.unretrieved_terms.is_empty()
+    }
+
+    /// Why the evidence does not answer: names no document mentions, or the best score.
+    pub fn why_unanswerable(&self) -> String {
+        if !self.unknown_terms.is_empty() {
+            format!("no document mentions {}", self.unknown_terms.join(", "))
+        } else if !self.unretrieved_terms.is_empty() {
+            format!(
+                "no retrieved section mentions {}",
+                self.unretrieved_terms.join(", ")
+            )
+        } else {
+            format!("best chunk {:.3} < {ANSWERABLE_MIN_SCORE}", self.best_score)
+        }
+    }
+
+    pub fn out_of_domain(&self) -> bool {
+        !self.answerable() && self.domain_score < DOMAIN_MIN_SCORE
+    }
+}
+
+/// A name as products and projects are written (`GitHub`, `Tested-by`): letters with at
+/// least one lowercase, no digits. Acronyms and numbers are left out of the retrieved-
+/// sections check: documents spell them differently (HTTPS / TLS) and error messages
+/// carry numbers that no section repeats.
+fn is_proper_name(w: &str) -> bool {
+    w.chars().any(char::is_lowercase) && !w.chars().any(|c| c.is_ascii_digit())
+}
+
+/// Lowercased words of 2+ characters that carry meaning.
+pub fn content_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-')
+        .map(|w| w.trim_matches('-').to_lowercase())
+        .filter(|w| w.chars().count() >= 2 && !crate::kb::stopwords::is_stopword(w))
+        .collect()
+}
+
+/// Share of `words` that occur in `text` (as words).
+pub fn overlap_share(words: &[String], text: &str) -> f64 {
+    if words.is_empty() {
+        return 0.0;
+    }
+    let have: std::collections::HashSet<String> = content_words(text).into_iter().collect();
+    words.iter().filter(|w| have.contains(*w)).count() as f64 / words.len() as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_words_drop_stopwords() {
+        assert_eq!(
+            content_words("How do I roll back the API?"),
+            vec!["roll", "back", "api"]
+        );
+        let w = content_words("roll back api");
+        assert!((overlap_share(&w, "To roll back the API, run x.") - 1.0).abs() < 1e-9);
+        assert!((overlap_share(&w, "unrelated words") - 0.0).abs() < 1e-9);
+    }
+}
