@@ -42,7 +42,7 @@ impl Store {
         }
         // One phrase: the word's parts in order, as FTS5 tokenizes a hyphenated name.
         let phrase = format!("\"{}\"", parts.join(" "));
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.conn.prepare_cached(
             "SELECT text || '\n' || headings FROM chunks_fts WHERE chunks_fts MATCH ?1 LIMIT ?2",
         )?;
         let texts = stmt.query_map(params![phrase, TERM_CHECK_ROWS as i64], |r| {

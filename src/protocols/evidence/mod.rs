@@ -4,6 +4,8 @@
 
 mod units;
 
+use std::collections::hash_map::{Entry, HashMap};
+
 use anyhow::Result;
 use serde::Serialize;
 
@@ -76,29 +78,39 @@ impl Evidence {
             .fold(0.0, f64::max);
         let mut sentences: Vec<Sentence> = Vec::new();
         let mut retrieved_text = String::new();
+        // Compared with whitespace collapsed: units join lines the chunk keeps.
+        let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        let head = |t: &str| t.chars().take(40).collect::<String>();
+        // A section's units with their flattened sources, split once however many of
+        // its chunks were retrieved (a long OPTIONS section often gives several).
+        let mut split: HashMap<String, Vec<(Unit, String)>> = HashMap::new();
         for (i, h) in hits.iter().enumerate() {
             // Sentences come from the whole section, so none is cut at a chunk edge; a
             // sentence belongs to the hit if the chunk holds its start or it holds the
             // chunk's start.
             let section = kb.store.section_text_of(h.key)?;
-            retrieved_text
-                .push_str(&format!("{}\n{}\n{section}\n", h.file, h.section).to_lowercase());
-            // Compared with whitespace collapsed: units join lines the chunk keeps.
-            let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
-            let head = |t: &str| t.chars().take(40).collect::<String>();
+            retrieved_text.push_str(&format!("{}\n{}\n", h.file, h.section).to_lowercase());
+            let section_units = match split.entry(section) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    retrieved_text.push_str(&format!("{}\n", e.key().to_lowercase()));
+                    let units = units(e.key())
+                        .into_iter()
+                        .map(|u| {
+                            let source = flat(&u.source);
+                            (u, source)
+                        })
+                        .collect();
+                    e.insert(units)
+                }
+            };
             let chunk = flat(&h.text);
             let chunk_head = head(&chunk);
-            let in_chunk: Vec<Unit> = units(&section)
-                .into_iter()
-                .filter(|u| {
-                    let source = flat(&u.source);
-                    chunk.contains(&head(&source)) || source.contains(&chunk_head)
-                })
-                .collect();
-            for u in in_chunk {
-                if !sentences.iter().any(|x| x.text == u.text) {
+            for (u, source) in section_units.iter() {
+                let in_chunk = chunk.contains(&head(source)) || source.contains(&chunk_head);
+                if in_chunk && !sentences.iter().any(|x| x.text == u.text) {
                     sentences.push(Sentence {
-                        text: u.text,
+                        text: u.text.clone(),
                         hit: i,
                         relevance: 0.0,
                     });
