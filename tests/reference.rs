@@ -40,9 +40,17 @@ struct Step {
 /// The largest difference allowed between a logit here and llama.cpp's. Both quantize the
 /// activations for the matmuls, in different ways (llama.cpp per 32 or 256 values to 8
 /// bits, candle likewise but with f32 prompt GEMMs), and Sextant holds 4- and 5-bit weights
-/// as 8-bit. Measured (top-5 logits, 120 steps each): SmolLM2 0.82 on logits around 25–40,
-/// Qwen2.5 0.49 on logits around 15–20.
+/// as 8-bit. Measured (top-5 logits, 120 steps each): Qwen2.5 0.49 on an AVX2 EPYC, 0.41
+/// on an AVX-512 VNNI Xeon, on logits around 15–20.
 const LOGIT_TOLERANCE: f32 = 1.0;
+
+/// SmolLM2's logits are larger (25–40) and its 135M weights rounder, so the same 8-bit
+/// rounding moves them further, and by machine: 0.82 on an AVX2 EPYC; on an AVX-512 VNNI
+/// Xeon 1.24 through the generic Q8_0 kernel (`SEXTANT_PAD_K=0`) and 1.51 through candle's
+/// repacked VNNI kernels, which quantize the activation per 256 values instead of 32. With
+/// f32 weights here it is 0.69 on the Xeon (llama.cpp's own rounding), so the rest is the
+/// 8-bit products, not the model code.
+const SMOLLM2_LOGIT_TOLERANCE: f32 = 1.8;
 
 /// Gemma 3 multiplies its embeddings by √640 and has larger activations, so the 8-bit
 /// activation rounding on both sides moves its logits more: measured 1.33 at most, 0.42 on
@@ -138,7 +146,7 @@ fn check(name: &str, tolerance: f32) {
 
 #[test]
 fn smollm2_matches_llama_cpp() {
-    check("smollm2-135m-instruct", LOGIT_TOLERANCE);
+    check("smollm2-135m-instruct", SMOLLM2_LOGIT_TOLERANCE);
 }
 
 #[test]

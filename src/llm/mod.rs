@@ -12,6 +12,7 @@ pub mod llama;
 pub mod phi3;
 mod positions;
 pub mod q5_0;
+pub mod q8_0;
 pub mod qwen2;
 pub mod qwen3;
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! and the form they take in memory: the linear layers and the token embedding.
 //!
 //! Policy, per linear layer: a weight type with a SIMD kernel in candle (Q4_0, Q8_0 and the
-//! K-quants), or in `q5_0` (Q5_0 on AVX2), is used as the file stores it; any other (Q4_1, Q5_0, Q5_1, f16, …) is
+//! K-quants), or in `q5_0` (Q5_0 on AVX2), is used as the file stores it (Q8_0 through
+//! `q8_0`'s four-row dot product on AVX2); any other (Q4_1, Q5_0, Q5_1, f16, …) is
 //! re-quantized once at load to Q8_0, which has one and loses nothing measurable against a
 //! 4–5-bit source. What was re-quantized is counted in `WeightReport` and shown by
 //! `sextant bench generate`. f32 copies for prompt processing are kept only while they fit
@@ -230,10 +231,10 @@ impl Linear {
             } else {
                 stack_rows(&parts)?
             };
-            let q = if fast_q5_0 {
-                super::q5_0::from_qtensor(&q)?
-            } else {
-                q
+            let q = match q.dtype() {
+                GgmlDType::Q5_0 if fast_q5_0 => super::q5_0::from_qtensor(&q)?,
+                GgmlDType::Q8_0 if super::q5_0::available() => super::q8_0::from_qtensor(&q)?,
+                _ => q,
             };
             (QMatMul::from_qtensor(q)?, k)
         } else {
@@ -257,6 +258,10 @@ impl Linear {
             let decode = match target {
                 GgmlDType::F32 => QMatMul::Tensor(wd),
                 GgmlDType::F16 => QMatMul::TensorF16(wd.to_dtype(DType::F16)?),
+                GgmlDType::Q8_0 if device.is_cpu() && super::q5_0::available() => {
+                    let q = QTensor::quantize(&wd, GgmlDType::Q8_0)?;
+                    QMatMul::from_qtensor(super::q8_0::from_qtensor(&q)?)?
+                }
                 dt => QMatMul::from_qtensor(QTensor::quantize(&wd, dt)?)?,
             };
             (decode, pad.unwrap_or(k))
