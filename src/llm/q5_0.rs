@@ -113,25 +113,33 @@ impl GgmlType for BlockQ5_0Avx {
 
 /// The same matrix with the AVX2 block type (a copy of the bytes; the layout is identical).
 pub fn from_qtensor(q: &QTensor) -> Result<QTensor> {
-    if q.dtype() != GgmlDType::Q5_0 {
-        bail!("expected a Q5_0 tensor, got {:?}", q.dtype());
+    with_block_type::<BlockQ5_0Avx>(q)
+}
+
+/// `q`'s bytes as blocks of `T`, a type with the same `repr(C)` layout as candle's block of
+/// `T::DTYPE` (checked by the callers' size assertions), so candle's matmul calls `T`'s
+/// dot products.
+pub(super) fn with_block_type<T: GgmlType + Send + Sync + 'static>(q: &QTensor) -> Result<QTensor> {
+    if q.dtype() != T::DTYPE {
+        bail!("expected a {:?} tensor, got {:?}", T::DTYPE, q.dtype());
     }
     let bytes: Cow<[u8]> = q.data()?;
-    let size = std::mem::size_of::<BlockQ5_0Avx>();
-    let blocks: Vec<BlockQ5_0Avx> = bytes
-        .chunks_exact(size)
-        .map(|b| {
-            let mut qh = [0u8; 4];
-            qh.copy_from_slice(&b[2..6]);
-            let mut qs = [0u8; QK / 2];
-            qs.copy_from_slice(&b[6..22]);
-            BlockQ5_0Avx {
-                d: f16::from_le_bytes([b[0], b[1]]),
-                qh,
-                qs,
-            }
-        })
-        .collect();
+    let size = std::mem::size_of::<T>();
+    if !bytes.len().is_multiple_of(size) {
+        bail!(
+            "{} bytes are no whole number of {:?} blocks",
+            bytes.len(),
+            T::DTYPE
+        );
+    }
+    let count = bytes.len() / size;
+    let mut blocks: Vec<T> = Vec::with_capacity(count);
+    // SAFETY: `T` is plain data (an f16 and byte arrays, every bit pattern valid) and the
+    // buffer holds `count` of them; the bytes are copied before the length is set.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), blocks.as_mut_ptr() as *mut u8, bytes.len());
+        blocks.set_len(count);
+    }
     let storage = QStorage::Cpu(Box::new(blocks));
     Ok(QTensor::new(storage, q.shape().clone())?)
 }

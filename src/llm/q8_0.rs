@@ -7,11 +7,9 @@
 //! `BlockQ8_0` layout and plugs into the same matmul (see `q5_0` for the pattern): the
 //! repacked kernels still take it where they apply, since they read the bytes by dtype.
 
-use std::borrow::Cow;
-
-use anyhow::{bail, Result};
+use anyhow::Result;
 use candle_core::quantized::k_quants::{BlockQ8_0, GgmlType};
-use candle_core::quantized::{GgmlDType, QStorage, QTensor};
+use candle_core::quantized::{GgmlDType, QTensor};
 use half::f16;
 
 use super::q5_0::{available, Q8Block, QK};
@@ -84,26 +82,7 @@ impl GgmlType for BlockQ8_0Avx {
 
 /// The same matrix with the four-row block type (a copy of the bytes).
 pub fn from_qtensor(q: &QTensor) -> Result<QTensor> {
-    if q.dtype() != GgmlDType::Q8_0 {
-        bail!("expected a Q8_0 tensor, got {:?}", q.dtype());
-    }
-    let bytes: Cow<[u8]> = q.data()?;
-    let size = std::mem::size_of::<BlockQ8_0Avx>();
-    let blocks: Vec<BlockQ8_0Avx> = bytes
-        .chunks_exact(size)
-        .map(|b| {
-            let mut qs = [0i8; QK];
-            for (q, &byte) in qs.iter_mut().zip(&b[2..]) {
-                *q = byte as i8;
-            }
-            BlockQ8_0Avx {
-                d: f16::from_le_bytes([b[0], b[1]]),
-                qs,
-            }
-        })
-        .collect();
-    let storage = QStorage::Cpu(Box::new(blocks));
-    Ok(QTensor::new(storage, q.shape().clone())?)
+    super::q5_0::with_block_type::<BlockQ8_0Avx>(q)
 }
 
 #[cfg(target_arch = "x86_64")]
