@@ -49,15 +49,19 @@ const LOGIT_TOLERANCE: f32 = 1.0;
 /// Xeon 1.24 through the generic Q8_0 kernel (`SEXTANT_PAD_K=0`) and 1.51 through candle's
 /// repacked VNNI kernels, which quantize the activation per 256 values instead of 32. With
 /// f32 weights here it is 0.69 on the Xeon (llama.cpp's own rounding), so the rest is the
-/// 8-bit products, not the model code.
-const SMOLLM2_LOGIT_TOLERANCE: f32 = 1.8;
+/// 8-bit products, not the model code. The f32 prompt GEMMs' kernels move the worst step
+/// too: with gemm's AVX-512 kernels (the `x86-v4` feature) 1.91 through the VNNI kernels
+/// and 0.81 through the AVX2 ones (`MISTRALRS_FORCE_AVX2=1`).
+const SMOLLM2_LOGIT_TOLERANCE: f32 = 2.0;
 
 /// Gemma 3 multiplies its embeddings by √640 and has larger activations, so the 8-bit
 /// activation rounding on both sides moves its logits more: measured 1.33 at most, 0.42 on
 /// average (top-5 logits, 120 steps, logits around 15–30), with f32 weights here still
 /// 1.18. llama.cpp alone moves them by more than that when its KV cache goes from f32 to
-/// f16 (the fixture uses f32).
-const GEMMA_LOGIT_TOLERANCE: f32 = 1.6;
+/// f16 (the fixture uses f32). With gemm's AVX-512 prompt kernels on a VNNI Xeon: 1.72,
+/// and 1.77 through candle's AVX2 kernels; the worst of 600 top-5 logits is the one a
+/// different rounding order moves most.
+const GEMMA_LOGIT_TOLERANCE: f32 = 2.0;
 
 fn fixture(name: &str) -> Fixture {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
