@@ -125,6 +125,19 @@ pub fn tune_allocator() {
     }
 }
 
+/// Whether this CPU runs the AVX2 + FMA dot products of `q5_0` and `q8_0` (otherwise
+/// Q5_0 is re-quantized to Q8_0, and Q8_0 keeps candle's block type).
+pub(crate) fn avx2_kernels() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 pub fn threads() -> usize {
     candle_core::utils::get_num_threads()
 }

@@ -49,18 +49,6 @@ pub(super) fn q8_blocks(ys: &[BlockQ8_0]) -> &[Q8Block] {
     unsafe { std::slice::from_raw_parts(ys.as_ptr() as *const Q8Block, ys.len()) }
 }
 
-/// Whether this CPU runs the AVX2 kernel (otherwise the Q8_0 re-quantization is faster).
-pub fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
 impl GgmlType for BlockQ5_0Avx {
     const DTYPE: GgmlDType = GgmlDType::Q5_0;
     const BLCK_SIZE: usize = QK;
@@ -76,7 +64,7 @@ impl GgmlType for BlockQ5_0Avx {
 
     fn vec_dot(n: usize, xs: &[Self], ys: &[Self::VecDotType]) -> f32 {
         #[cfg(target_arch = "x86_64")]
-        if available() {
+        if super::avx2_kernels() {
             // SAFETY: AVX2 and FMA were detected at run time.
             return unsafe { avx2::vec_dot(n, xs, q8_blocks(ys)) };
         }
@@ -95,7 +83,7 @@ impl GgmlType for BlockQ5_0Avx {
         ys: &[Self::VecDotType],
     ) -> (f32, f32, f32, f32) {
         #[cfg(target_arch = "x86_64")]
-        if available() {
+        if super::avx2_kernels() {
             // SAFETY: AVX2 and FMA were detected at run time.
             let [d0, d1, d2, d3] =
                 unsafe { avx2::vec_dot_4(n, [xs0, xs1, xs2, xs3], q8_blocks(ys)) };
@@ -286,7 +274,7 @@ pub(super) mod tests {
     fn avx2_q5_0_matmul_equals_candles_scalar_one() {
         // The build targets x86-64-v3 (.cargo/config.toml), which has AVX2 and FMA.
         #[cfg(target_arch = "x86_64")]
-        assert!(available());
+        assert!(crate::llm::avx2_kernels());
         let gap = matmul_gap(GgmlDType::Q5_0, 96, from_qtensor);
         assert!(gap < 1e-3, "{gap}");
     }

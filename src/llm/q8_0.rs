@@ -12,7 +12,7 @@ use candle_core::quantized::k_quants::{BlockQ8_0, GgmlType};
 use candle_core::quantized::{GgmlDType, QTensor};
 use half::f16;
 
-use super::q5_0::{available, Q8Block, QK};
+use super::q5_0::{Q8Block, QK};
 
 #[derive(Debug, Clone, PartialEq)]
 #[repr(C)]
@@ -64,7 +64,7 @@ impl GgmlType for BlockQ8_0Avx {
         ys: &[Self::VecDotType],
     ) -> (f32, f32, f32, f32) {
         #[cfg(target_arch = "x86_64")]
-        if available() {
+        if super::avx2_kernels() {
             let xs = [as_q8(xs0), as_q8(xs1), as_q8(xs2), as_q8(xs3)];
             // SAFETY: AVX2 and FMA were detected at run time; `Q8Block` is `BlockQ8_0`.
             let [d0, d1, d2, d3] = unsafe { avx2::vec_dot_4(n, xs, super::q5_0::q8_blocks(ys)) };

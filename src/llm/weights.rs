@@ -198,7 +198,7 @@ impl Linear {
             .map(|n| src.quantized(&format!("{n}.weight")))
             .collect::<Result<Vec<_>>>()?;
         let dtype = parts[0].dtype();
-        let fast_q5_0 = dtype == GgmlDType::Q5_0 && super::q5_0::available();
+        let fast_q5_0 = dtype == GgmlDType::Q5_0 && super::avx2_kernels();
         let native = opts.decode_dtype.is_none()
             && device.is_cpu()
             && (has_fast_kernel(dtype) || fast_q5_0)
@@ -233,7 +233,7 @@ impl Linear {
             };
             let q = match q.dtype() {
                 GgmlDType::Q5_0 if fast_q5_0 => super::q5_0::from_qtensor(&q)?,
-                GgmlDType::Q8_0 if super::q5_0::available() => super::q8_0::from_qtensor(&q)?,
+                GgmlDType::Q8_0 if super::avx2_kernels() => super::q8_0::from_qtensor(&q)?,
                 _ => q,
             };
             (QMatMul::from_qtensor(q)?, k)
@@ -258,7 +258,7 @@ impl Linear {
             let decode = match target {
                 GgmlDType::F32 => QMatMul::Tensor(wd),
                 GgmlDType::F16 => QMatMul::TensorF16(wd.to_dtype(DType::F16)?),
-                GgmlDType::Q8_0 if device.is_cpu() && super::q5_0::available() => {
+                GgmlDType::Q8_0 if device.is_cpu() && super::avx2_kernels() => {
                     let q = QTensor::quantize(&wd, GgmlDType::Q8_0)?;
                     QMatMul::from_qtensor(super::q8_0::from_qtensor(&q)?)?
                 }
