@@ -59,6 +59,9 @@ pub fn specific_tokens(text: &str) -> Vec<String> {
             r"arn:[a-z0-9-]+:[^\s'`]+",
             r"\b[\w./-]*[\w-]+\.(?:md|ya?ml|json|toml|conf|cfg|sh|py|rs|txt|html|pdf|log|pem|crt|key)\b",
             r"\b(?:kubectl|lhctl|helm|docker|systemctl|psql|curl|openssl|git)(?:[ \t]+[a-z0-9./:=<>_-][\w./:=<>-]*){1,10}",
+            // Dotted setting names (`merge.conflictStyle`, `core.autocrlf`): segments of
+            // two or more characters, so "e.g." and "i.e." are prose.
+            r"\b[a-zA-Z][\w-]+(?:\.[a-zA-Z][\w-]+)+\b",
             // Command-line flags: --long-option (with a value), or -x.
             r"(?:^|[\s(`'\x22])(--?[a-zA-Z][\w-]*(?:=[^\s`'\x22)]+)?)",
             // Numbers of two or more digits (amounts, ports, versions, sizes).
@@ -262,10 +265,21 @@ mod tests {
             "Then run kubectl delete pod lighthouse-api-0 to recover.",
             "Roll back with the --force-rollback flag.",
             "Add -f to skip the check.",
+            "Set rollback.autoConfirm to true.",
         ] {
             let r = hallucination_patterns(planted, SOURCE);
             assert!(!r.passed, "not flagged: {planted}");
         }
+    }
+
+    #[test]
+    fn dotted_setting_names_are_specific_and_abbreviations_are_not() {
+        let tokens =
+            specific_tokens("Set merge.conflictStyle to diff3, e.g. in a repo (i.e. locally).");
+        assert_eq!(tokens, ["merge.conflictStyle"]);
+        let source = "An alternative style can be set with the merge.conflictStyle variable.";
+        assert!(hallucination_patterns("Set merge.conflictStyle.", source).passed);
+        assert!(!hallucination_patterns("Set merge.conflictMarkers.", source).passed);
     }
 
     #[test]
