@@ -19,7 +19,7 @@ pub struct AskArgs {
     #[arg(long, value_enum)]
     mode: Option<AnswerMode>,
     /// Chunks retrieved.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = sextant::protocols::DEFAULT_K)]
     k: usize,
     /// Print timings, decisions and the validation report to stderr.
     #[arg(long)]

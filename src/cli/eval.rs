@@ -31,7 +31,7 @@ pub struct EvalArgs {
     #[arg(long, default_value = "all", value_parser = ["tune", "report", "all"])]
     split: String,
     /// Chunks retrieved per question (hit@k).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = sextant::protocols::DEFAULT_K)]
     k: usize,
     /// Only the first N questions of the split (0 = all).
     #[arg(long, default_value_t = 0)]

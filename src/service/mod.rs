@@ -359,7 +359,7 @@ impl Service {
                     .mode
                     .unwrap_or_else(|| crate::protocols::default_mode(self.llm_available())),
             ),
-            k: params.k.unwrap_or(5).clamp(1, 20),
+            k: params.k.unwrap_or(crate::protocols::DEFAULT_K).clamp(1, 20),
         };
         let step = {
             let kb = self.kb();
