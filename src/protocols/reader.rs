@@ -18,6 +18,8 @@
 //! did not separate answered from unanswered questions, so callers use it for confidence
 //! only, never to refuse.
 
+use std::collections::HashSet;
+
 use anyhow::Result;
 use serde::Serialize;
 use serde_json::json;
@@ -364,13 +366,12 @@ const MIN_NEW_WORDS: usize = 2;
 
 /// Whether an answer names fewer than `MIN_NEW_WORDS` content words the question lacks.
 fn says_nothing(answer: &str, question: &str) -> bool {
-    let asked: std::collections::HashSet<String> = content_words(question).into_iter().collect();
-    let mut new: Vec<String> = content_words(answer)
+    // "no" is a stopword already; "yes" is not.
+    let asked: HashSet<String> = content_words(question).into_iter().collect();
+    let new: HashSet<String> = content_words(answer)
         .into_iter()
-        .filter(|w| !asked.contains(w) && !matches!(w.as_str(), "yes" | "no"))
+        .filter(|w| !asked.contains(w) && w != "yes")
         .collect();
-    new.sort();
-    new.dedup();
     new.len() < MIN_NEW_WORDS
 }
 
