@@ -19,6 +19,7 @@ use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 
 use super::gguf::GgufFile;
+use super::tiled_q8::{self, TiledQ8};
 use super::LoadOptions;
 
 /// The most memory f32 prefill copies may take (all linear layers together).
@@ -130,12 +131,39 @@ impl WeightReport {
 /// A linear layer: weights for decoding (quantized) and, optionally, an f32 copy for
 /// prompt processing.
 pub struct Linear {
-    decode: QMatMul,
+    decode: Decode,
     prefill: Option<Tensor>,
     /// Input width of the decode weights: the real width, or that rounded up to a multiple
     /// of 256 with zero columns (see `decode_pad_k`).
     decode_k: usize,
     bias: Option<Tensor>,
+}
+
+/// The weights one-row products (token by token generation) run on.
+enum Decode {
+    Candle(QMatMul),
+    /// Q8_0 in 16-row tiles for AVX-512 VNNI (`tiled_q8`).
+    Tiled(TiledQ8),
+}
+
+/// Whether a layer of these types runs on `tiled_q8`: on CPUs with AVX-512 VNNI, every
+/// weight that is Q8_0 or would become Q8_0 (Q5_0 converts exactly; types candle has no
+/// kernel for are re-quantized either way). K-quants and Q4_0 keep candle's kernels: they
+/// read fewer bytes, and candle repacks K-quants itself where the width allows.
+fn use_tiles(dtypes: &[GgmlDType], opts: &LoadOptions, device: &Device) -> bool {
+    let off = std::env::var("SEXTANT_TILES").is_ok_and(|v| v == "0");
+    if off || !device.is_cpu() || !tiled_q8::available() {
+        return false;
+    }
+    let first = dtypes[0];
+    match opts.decode_dtype {
+        Some(GgmlDType::Q8_0) => true,
+        Some(_) => false,
+        None => {
+            let mixed = dtypes.iter().any(|d| *d != first);
+            mixed || tiled_q8::exact_from(first) || !has_fast_kernel(first)
+        }
+    }
 }
 
 /// candle's repacked Q8_0 kernels (AVX512-VNNI / AVX-VNNI `vpdpbusd`, 16 columns per
@@ -198,6 +226,8 @@ impl Linear {
             .map(|n| src.quantized(&format!("{n}.weight")))
             .collect::<Result<Vec<_>>>()?;
         let dtype = parts[0].dtype();
+        let dtypes: Vec<GgmlDType> = parts.iter().map(|p| p.dtype()).collect();
+        let tiles = use_tiles(&dtypes, opts, device);
         let fast_q5_0 = dtype == GgmlDType::Q5_0 && super::avx2_kernels();
         let native = opts.decode_dtype.is_none()
             && device.is_cpu()
@@ -222,7 +252,12 @@ impl Linear {
         } else {
             None
         };
-        let (decode, decode_k) = if native {
+        let (decode, decode_k) = if tiles {
+            for p in &parts {
+                report.record(p.dtype(), "Q8_0 tiles", 1);
+            }
+            (Decode::Tiled(TiledQ8::from_parts(&parts)?), k)
+        } else if native {
             for p in &parts {
                 report.record(p.dtype(), &format!("{dtype:?}"), 1);
             }
@@ -236,7 +271,7 @@ impl Linear {
                 GgmlDType::Q8_0 if super::avx2_kernels() => super::q8_0::from_qtensor(&q)?,
                 _ => q,
             };
-            (QMatMul::from_qtensor(q)?, k)
+            (Decode::Candle(QMatMul::from_qtensor(q)?), k)
         } else {
             let target = opts.decode_dtype.unwrap_or(GgmlDType::Q8_0);
             for p in &parts {
@@ -264,7 +299,7 @@ impl Linear {
                 }
                 dt => QMatMul::from_qtensor(QTensor::quantize(&wd, dt)?)?,
             };
-            (decode, pad.unwrap_or(k))
+            (Decode::Candle(decode), pad.unwrap_or(k))
         };
         let bias = if bias {
             let bs = names
@@ -294,10 +329,13 @@ impl Linear {
             // through the quantized matmul; f32 copies would give 105 for 2 GB more).
             None if rows >= PREFILL_DEQUANTIZE_MIN_ROWS => {
                 let w = match &self.decode {
-                    QMatMul::QTensor(q) if x.device().is_cpu() => dequantize_parallel(q)?,
-                    QMatMul::QTensor(q) => q.dequantize(x.device())?,
-                    QMatMul::Tensor(t) => t.clone(),
-                    QMatMul::TensorF16(t) => t.to_dtype(DType::F32)?,
+                    Decode::Tiled(t) => t.dequantize()?,
+                    Decode::Candle(QMatMul::QTensor(q)) if x.device().is_cpu() => {
+                        dequantize_parallel(q)?
+                    }
+                    Decode::Candle(QMatMul::QTensor(q)) => q.dequantize(x.device())?,
+                    Decode::Candle(QMatMul::Tensor(t)) => t.clone(),
+                    Decode::Candle(QMatMul::TensorF16(t)) => t.to_dtype(DType::F32)?,
                 };
                 let w = if self.decode_k > k {
                     w.narrow(1, 0, k)?
@@ -306,11 +344,13 @@ impl Linear {
                 };
                 x.matmul(&w.t()?)?
             }
-            _ if self.decode_k > k => {
-                self.decode
-                    .forward(&x.pad_with_zeros(1, 0, self.decode_k - k)?)?
-            }
-            _ => self.decode.forward(x)?,
+            _ => match &self.decode {
+                Decode::Tiled(t) => t.forward(x)?,
+                Decode::Candle(q) if self.decode_k > k => {
+                    q.forward(&x.pad_with_zeros(1, 0, self.decode_k - k)?)?
+                }
+                Decode::Candle(q) => q.forward(x)?,
+            },
         };
         Ok(match &self.bias {
             Some(b) => y.broadcast_add(b)?,

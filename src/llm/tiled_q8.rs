@@ -1,0 +1,398 @@
+//! Q8_0 weights in tiles of 16 rows, multiplied by one activation row with AVX-512 VNNI.
+//!
+//! candle's matmul asks a block type for at most four rows at a time, so a Q5_0 or Q8_0
+//! weight costs about ten instructions per 32 multiply-adds a row (decode, `maddubs`,
+//! `madd`, convert, scale). Here 16 rows are interleaved four bytes at a time, so one
+//! `vpdpbusd` on a 512-bit register does 64 multiply-adds (16 rows × 4 bytes) against one
+//! broadcast group of the activation, and a block's 16 scales are applied by one vector
+//! multiply. candle has such kernels too (`repack_x86`), but only for widths that are a
+//! multiple of 256 (Qwen2.5 0.5B's 896 is not, SmolLM2's 576 neither) and it keeps the
+//! repacked copy beside the original, twice the memory; this layout is the only copy.
+//!
+//! Exactness: a Q8_0 block is copied, and a Q5_0 block is converted without loss (its
+//! integers -16..15 times 8 fit a byte, its scale over 8 is kept as f32). Other types are
+//! dequantized and re-quantized to Q8_0 as candle does. Each activation block is quantized
+//! to bytes with an f16 scale like ggml's, so the products are llama.cpp's up to the order
+//! of summation.
+
+use anyhow::{bail, Result};
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use half::f16;
+use rayon::prelude::*;
+
+/// Rows per tile: one 512-bit register of 32-bit sums.
+pub const TILE: usize = 16;
+const QK: usize = 32;
+/// Bytes of one row's block in a tile: 32 weights.
+const GROUPS: usize = QK / 4;
+
+/// One block column of a tile: 16 row scales, then the 16 rows' 32 weights in 8 groups of
+/// 64 bytes (group g holds bytes 4g..4g+4 of rows 0..16, row after row). Weights are
+/// stored plus 128 (unsigned): `vpdpbusd` multiplies unsigned by signed bytes, and the
+/// 128 × (activation block sum) this adds is subtracted once per block for all 16 rows.
+#[derive(Clone)]
+#[repr(C, align(64))]
+struct TileBlock {
+    d: [f32; TILE],
+    qs: [[u8; 64]; GROUPS],
+}
+
+/// A weight matrix of `n` rows by `k` columns as tiles.
+pub struct TiledQ8 {
+    n: usize,
+    k: usize,
+    /// Tile after tile; within a tile, its `k / 32` blocks in order.
+    blocks: Vec<TileBlock>,
+}
+
+/// True where the kernel can run: x86-64 with AVX-512 F/BW/VL and VNNI.
+pub fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vl")
+            && is_x86_feature_detected!("avx512vnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether a weight of this type converts without loss.
+pub fn exact_from(dtype: GgmlDType) -> bool {
+    matches!(dtype, GgmlDType::Q8_0 | GgmlDType::Q5_0)
+}
+
+impl TiledQ8 {
+    /// The row-wise concatenation of `parts` (each `rows × k`, any GGUF type).
+    pub fn from_parts(parts: &[QTensor]) -> Result<TiledQ8> {
+        let k = parts[0].shape().dims2()?.1;
+        if !k.is_multiple_of(QK) {
+            bail!("width {k} is not a multiple of {QK}");
+        }
+        let mut n = 0;
+        for p in parts {
+            let (rows, pk) = p.shape().dims2()?;
+            if pk != k {
+                bail!("cannot stack a width-{pk} matrix onto width {k}");
+            }
+            n += rows;
+        }
+        let nb = k / QK;
+        let zero = TileBlock {
+            d: [0.0; TILE],
+            qs: [[128; 64]; GROUPS],
+        };
+        let mut blocks = vec![zero; n.div_ceil(TILE) * nb];
+        let mut row0 = 0;
+        for p in parts {
+            let rows = p.shape().dims2()?.0;
+            let data = p.data()?;
+            let bytes = p.dtype().type_size();
+            let dense = if exact_from(p.dtype()) {
+                None
+            } else {
+                Some(
+                    p.dequantize(&Device::Cpu)?
+                        .flatten_all()?
+                        .to_vec1::<f32>()?,
+                )
+            };
+            for r in 0..rows {
+                for b in 0..nb {
+                    let (d, q) = match (&dense, p.dtype()) {
+                        (Some(w), _) => quantize_block(&w[(r * nb + b) * QK..][..QK]),
+                        (None, GgmlDType::Q8_0) => q8_0_block(&data[(r * nb + b) * bytes..]),
+                        (None, _) => q5_0_block(&data[(r * nb + b) * bytes..]),
+                    };
+                    let row = row0 + r;
+                    let tb = &mut blocks[row / TILE * nb + b];
+                    let i = row % TILE;
+                    tb.d[i] = d;
+                    for (j, v) in q.iter().enumerate() {
+                        tb.qs[j / 4][i * 4 + j % 4] = (*v as u8) ^ 0x80;
+                    }
+                }
+            }
+            row0 += rows;
+        }
+        Ok(TiledQ8 { n, k, blocks })
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.blocks.len() * std::mem::size_of::<TileBlock>()
+    }
+
+    /// `x · Wᵀ` for `x` of shape `(m, k)`, one activation row at a time.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let (m, k) = x.dims2()?;
+        if k != self.k {
+            bail!("input width {k}, weights {}", self.k);
+        }
+        let xs = x
+            .to_dtype(candle_core::DType::F32)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        let mut out = vec![0f32; m * self.n];
+        for (x, y) in xs.chunks(k).zip(out.chunks_mut(self.n)) {
+            self.gemv(x, y);
+        }
+        Ok(Tensor::from_vec(out, (m, self.n), x.device())?)
+    }
+
+    fn gemv(&self, x: &[f32], out: &mut [f32]) {
+        let nb = self.k / QK;
+        let act: Vec<Act> = x.chunks(QK).map(Act::quantize).collect();
+        // Four tiles (64 rows) a task: four independent chains of `vpdpbusd` share each
+        // broadcast of the activation. candle's barrier pool runs the tasks, as it runs
+        // the K-quant products of the same forward pass: two pools would contend for the
+        // cores.
+        const TILES_PER_TASK: usize = 4;
+        let tiles = self.blocks.len() / nb;
+        let mut padded = vec![0f32; tiles * TILE];
+        let dst = SharedOut(padded.as_mut_ptr());
+        let tasks = tiles.div_ceil(TILES_PER_TASK);
+        candle_core::utils::barrier_pool().execute_chunked(tasks, |range| {
+            for task in range {
+                let first = task * TILES_PER_TASK;
+                let count = TILES_PER_TASK.min(tiles - first);
+                let blocks = &self.blocks[first * nb..(first + count) * nb];
+                // SAFETY: tasks write disjoint ranges of `padded` (tiles `first..first +
+                // count`, 16 floats each), which outlives the pool's call. `TiledQ8` is
+                // built only where `available()` (`Linear::load` checks it).
+                unsafe {
+                    let out = std::slice::from_raw_parts_mut(dst.at(first * TILE), count * TILE);
+                    kernel::tiles(blocks, nb, &act, out)
+                }
+            }
+        });
+        out.copy_from_slice(&padded[..self.n]);
+    }
+
+    /// The weights as f32 `(n, k)`, for prompt-sized products.
+    pub fn dequantize(&self) -> Result<Tensor> {
+        let nb = self.k / QK;
+        let mut out = vec![0f32; self.blocks.len() / nb * TILE * self.k];
+        out.par_chunks_mut(TILE * self.k)
+            .zip(self.blocks.par_chunks(nb))
+            .for_each(|(dst, tile)| {
+                for (b, tb) in tile.iter().enumerate() {
+                    for i in 0..TILE {
+                        let row = &mut dst[i * self.k + b * QK..][..QK];
+                        for (j, w) in row.iter_mut().enumerate() {
+                            let q = (tb.qs[j / 4][i * 4 + j % 4] ^ 0x80) as i8;
+                            *w = q as f32 * tb.d[i];
+                        }
+                    }
+                }
+            });
+        out.truncate(self.n * self.k);
+        Ok(Tensor::from_vec(out, (self.n, self.k), &Device::Cpu)?)
+    }
+}
+
+/// The output buffer, shared by the pool's tasks (each writes its own tiles).
+struct SharedOut(*mut f32);
+// SAFETY: only used for disjoint writes while the owning buffer is alive (`gemv`).
+unsafe impl Sync for SharedOut {}
+impl SharedOut {
+    fn at(&self, i: usize) -> *mut f32 {
+        // SAFETY: callers stay within the buffer.
+        unsafe { self.0.add(i) }
+    }
+}
+
+/// An activation block: bytes, scale, and -128 × their sum (see `TileBlock`).
+struct Act {
+    qs: [i8; QK],
+    d: f32,
+    correction: i32,
+}
+
+impl Act {
+    /// ggml's `quantize_row_q8_0`: scale max|x| / 127 stored as f16, bytes rounded with
+    /// the unrounded scale.
+    fn quantize(x: &[f32]) -> Act {
+        let (d, qs) = quantize_block(x);
+        let sum: i32 = qs.iter().map(|&q| q as i32).sum();
+        Act {
+            qs,
+            d,
+            correction: -128 * sum,
+        }
+    }
+}
+
+fn quantize_block(x: &[f32]) -> (f32, [i8; QK]) {
+    let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let d = amax / 127.0;
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    let mut qs = [0i8; QK];
+    for (q, v) in qs.iter_mut().zip(x) {
+        *q = (v * id).round() as i8;
+    }
+    (f16::from_f32(d).to_f32(), qs)
+}
+
+/// A Q8_0 block: f16 scale, 32 signed bytes.
+fn q8_0_block(b: &[u8]) -> (f32, [i8; QK]) {
+    let d = f16::from_le_bytes([b[0], b[1]]).to_f32();
+    let mut qs = [0i8; QK];
+    for (q, v) in qs.iter_mut().zip(&b[2..2 + QK]) {
+        *q = *v as i8;
+    }
+    (d, qs)
+}
+
+/// A Q5_0 block (f16 scale, 32 high bits, 16 bytes of nibbles: element j is the low
+/// nibble of byte j for j < 16, the high nibble of byte j - 16 after) as Q8_0 exactly:
+/// integers -16..15 times 8 and the scale over 8.
+fn q5_0_block(b: &[u8]) -> (f32, [i8; QK]) {
+    let d = f16::from_le_bytes([b[0], b[1]]).to_f32();
+    let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+    let nibbles = &b[6..6 + QK / 2];
+    let mut qs = [0i8; QK];
+    for (j, q) in qs.iter_mut().enumerate() {
+        let low = if j < QK / 2 {
+            nibbles[j] & 0x0f
+        } else {
+            nibbles[j - QK / 2] >> 4
+        };
+        let v = (low | (((qh >> j) & 1) as u8) << 4) as i32 - 16;
+        *q = (v * 8) as i8;
+    }
+    (d / 8.0, qs)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod kernel {
+    use std::arch::x86_64::*;
+
+    use super::{Act, TileBlock, GROUPS, TILE};
+
+    /// Up to four tiles (`tiles` holds whole tiles of `nb` blocks) against the activation,
+    /// 16 outputs a tile into `out`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+    pub(super) unsafe fn tiles(tiles: &[TileBlock], nb: usize, act: &[Act], out: &mut [f32]) {
+        match tiles.len() / nb {
+            4 => run::<4>(tiles, nb, act, out),
+            3 => run::<3>(tiles, nb, act, out),
+            2 => run::<2>(tiles, nb, act, out),
+            _ => run::<1>(tiles, nb, act, out),
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn run<const R: usize>(tiles: &[TileBlock], nb: usize, act: &[Act], out: &mut [f32]) {
+        let mut acc = [_mm512_setzero_ps(); R];
+        for (b, a) in act.iter().enumerate() {
+            let mut sums = [_mm512_set1_epi32(a.correction); R];
+            let groups = a.qs.as_ptr() as *const i32;
+            for g in 0..GROUPS {
+                let y = _mm512_set1_epi32(groups.add(g).read_unaligned());
+                for (t, s) in sums.iter_mut().enumerate() {
+                    let w = _mm512_load_si512(tiles[t * nb + b].qs[g].as_ptr() as *const _);
+                    *s = _mm512_dpbusd_epi32(*s, w, y);
+                }
+            }
+            let dy = _mm512_set1_ps(a.d);
+            for (t, (acc, s)) in acc.iter_mut().zip(sums).enumerate() {
+                let d = _mm512_load_ps(tiles[t * nb + b].d.as_ptr());
+                *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(d, dy), *acc);
+            }
+        }
+        for (t, acc) in acc.iter().enumerate() {
+            _mm512_storeu_ps(out[t * TILE..].as_mut_ptr(), *acc);
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod kernel {
+    use super::{Act, TileBlock};
+
+    pub(super) unsafe fn tiles(_: &[TileBlock], _: usize, _: &[Act], _: &mut [f32]) {
+        unreachable!("TiledQ8 is built only where `available()`")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::quantized::QMatMul;
+    use candle_core::Module;
+
+    fn matrix(n: usize, k: usize, seed: usize) -> Tensor {
+        let w: Vec<f32> = (0..n * k)
+            .map(|i| (((i + seed) * 7919 % 1001) as f32 / 500.0 - 1.0) * (1 + i % 5) as f32)
+            .collect();
+        Tensor::from_vec(w, (n, k), &Device::Cpu).unwrap()
+    }
+
+    fn max_gap(a: &Tensor, b: &Tensor) -> f32 {
+        let d = (a - b).unwrap().abs().unwrap().flatten_all().unwrap();
+        d.max(0).unwrap().to_scalar::<f32>().unwrap()
+    }
+
+    #[test]
+    fn q5_0_and_q8_0_convert_exactly_and_stack_by_rows() {
+        // 37 rows: two whole tiles and a partial one; width 96: three blocks.
+        let (a, b) = (matrix(21, 96, 1), matrix(16, 96, 2));
+        let qa = QTensor::quantize(&a, GgmlDType::Q5_0).unwrap();
+        let qb = QTensor::quantize(&b, GgmlDType::Q8_0).unwrap();
+        let want = Tensor::cat(
+            &[
+                qa.dequantize(&Device::Cpu).unwrap(),
+                qb.dequantize(&Device::Cpu).unwrap(),
+            ],
+            0,
+        )
+        .unwrap();
+        let tiled = TiledQ8::from_parts(&[qa, qb]).unwrap();
+        assert_eq!(max_gap(&tiled.dequantize().unwrap(), &want), 0.0);
+    }
+
+    #[test]
+    fn products_equal_candles_quantized_matmul() {
+        if !available() {
+            // Never built on such a CPU (`Linear::load`); the conversion test still runs.
+            eprintln!("no AVX-512 VNNI here: the tile kernel is not exercised");
+            return;
+        }
+        for (dtype, n, k) in [
+            (GgmlDType::Q8_0, 70, 160),
+            (GgmlDType::Q5_0, 130, 96),
+            (GgmlDType::Q4_1, 16, 64),
+        ] {
+            let q = QTensor::quantize(&matrix(n, k, 3), dtype).unwrap();
+            let tiled = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
+            for rows in [1, 3] {
+                let x: Vec<f32> = (0..rows * k)
+                    .map(|i| ((i * 31 % 17) as f32 - 8.0) / 4.0)
+                    .collect();
+                let x = Tensor::from_vec(x, (rows, k), &Device::Cpu).unwrap();
+                let got = tiled.forward(&x).unwrap();
+                // Exact types: candle's product over the same blocks. Q4_1 is re-quantized
+                // to Q8_0 as candle quantizes: its product over that Q8_0.
+                let reference = if exact_from(dtype) {
+                    QTensor::quantize(&matrix(n, k, 3), dtype).unwrap()
+                } else {
+                    let dense = q.dequantize(&Device::Cpu).unwrap();
+                    QTensor::quantize(&dense, GgmlDType::Q8_0).unwrap()
+                };
+                let want = QMatMul::from_qtensor(reference)
+                    .unwrap()
+                    .forward(&x)
+                    .unwrap();
+                let flat = want.abs().unwrap().flatten_all().unwrap();
+                let scale = flat.max(0).unwrap().to_scalar::<f32>().unwrap();
+                let gap = max_gap(&got, &want);
+                assert!(gap <= 1e-3 * scale.max(1.0), "{dtype:?} rows {rows}: {gap}");
+            }
+        }
+    }
+}
