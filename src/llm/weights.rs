@@ -5,7 +5,8 @@
 //! K-quants), or in `q5_0` (Q5_0 on AVX2), is used as the file stores it (Q8_0 through
 //! `q8_0`'s four-row dot product on AVX2); any other (Q4_1, Q5_0, Q5_1, f16, …) is
 //! re-quantized once at load to Q8_0, which has one and loses nothing measurable against a
-//! 4–5-bit source. What was re-quantized is counted in `WeightReport` and shown by
+//! 4–5-bit source. On CPUs with AVX-512 VNNI, Q8_0 and Q5_0 layers and those re-quantized
+//! go to `tiled_q8` instead (Q5_0 exactly, the others as Q8_0). What was re-quantized is counted in `WeightReport` and shown by
 //! `sextant bench generate`. f32 copies for prompt processing are kept only while they fit
 //! the memory budget (`PREFILL_F32_BUDGET`): they make a 135M model's prompts several times
 //! faster, but would cost 2 GB for a 0.5B model, which instead dequantizes each weight for
@@ -150,6 +151,7 @@ enum Decode {
 /// weight that is Q8_0 or would become Q8_0 (Q5_0 converts exactly; types candle has no
 /// kernel for are re-quantized either way). K-quants and Q4_0 keep candle's kernels: they
 /// read fewer bytes, and candle repacks K-quants itself where the width allows.
+/// `SEXTANT_TILES=0` turns tiles off, for comparison.
 fn use_tiles(dtypes: &[GgmlDType], opts: &LoadOptions, device: &Device) -> bool {
     let off = std::env::var("SEXTANT_TILES").is_ok_and(|v| v == "0");
     if off || !device.is_cpu() || !tiled_q8::available() {
@@ -227,7 +229,8 @@ impl Linear {
             .collect::<Result<Vec<_>>>()?;
         let dtype = parts[0].dtype();
         let dtypes: Vec<GgmlDType> = parts.iter().map(|p| p.dtype()).collect();
-        let tiles = use_tiles(&dtypes, opts, device);
+        let tiles =
+            parts[0].shape().dims2()?.1.is_multiple_of(32) && use_tiles(&dtypes, opts, device);
         let fast_q5_0 = dtype == GgmlDType::Q5_0 && super::avx2_kernels();
         let native = opts.decode_dtype.is_none()
             && device.is_cpu()
