@@ -70,8 +70,8 @@ impl TiledQ8 {
     /// The row-wise concatenation of `parts` (each `rows × k`, any GGUF type).
     pub fn from_parts(parts: &[QTensor]) -> Result<TiledQ8> {
         let k = parts[0].shape().dims2()?.1;
-        if !k.is_multiple_of(QK) {
-            bail!("width {k} is not a multiple of {QK}");
+        if k == 0 || !k.is_multiple_of(QK) {
+            bail!("width {k} is not a positive multiple of {QK}");
         }
         let mut n = 0;
         for p in parts {
