@@ -6,11 +6,11 @@
 //! `q8_0`'s four-row dot product on AVX2); any other (Q4_1, Q5_0, Q5_1, f16, …) is
 //! re-quantized once at load to Q8_0, which has one and loses nothing measurable against a
 //! 4–5-bit source. On CPUs with AVX-512 VNNI, Q8_0 and Q5_0 layers and those re-quantized
-//! go to `tiled_q8` instead (Q5_0 exactly, the others as Q8_0). What was re-quantized is counted in `WeightReport` and shown by
-//! `sextant bench generate`. f32 copies for prompt processing are kept only while they fit
-//! the memory budget (`PREFILL_F32_BUDGET`): they make a 135M model's prompts several times
-//! faster, but would cost 2 GB for a 0.5B model, which instead dequantizes each weight for
-//! the duration of one prompt-sized matmul.
+//! go to `tiled_q8` instead (Q5_0 exactly, the others as Q8_0). What was re-quantized is
+//! counted in `WeightReport` and shown by `sextant bench generate`. f32 copies for prompt
+//! processing are kept only while they fit the memory budget (`PREFILL_F32_BUDGET`): they
+//! make a 135M model's prompts several times faster, but would cost 2 GB for a 0.5B model,
+//! which instead dequantizes each weight for the duration of one prompt-sized matmul.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
