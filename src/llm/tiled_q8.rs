@@ -16,10 +16,13 @@
 //! of summation.
 
 use anyhow::{bail, Result};
+use candle_core::quantized::k_quants::{BlockQ8_0, GgmlType};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use half::f16;
 use rayon::prelude::*;
+
+use super::q5_0::{q8_blocks, Q8Block};
 
 /// Rows per tile: one 512-bit register of 32-bit sums.
 pub const TILE: usize = 16;
@@ -91,7 +94,6 @@ impl TiledQ8 {
         for p in parts {
             let rows = p.shape().dims2()?.0;
             let data = p.data()?;
-            let bytes = p.dtype().type_size();
             let dense = if exact_from(p.dtype()) {
                 None
             } else {
@@ -101,14 +103,23 @@ impl TiledQ8 {
                         .to_vec1::<f32>()?,
                 )
             };
+            let row_bytes = nb * p.dtype().type_size();
             for r in 0..rows {
-                for b in 0..nb {
-                    let (d, q) = match (&dense, p.dtype()) {
-                        (Some(w), _) => quantize_block(&w[(r * nb + b) * QK..][..QK]),
-                        (None, GgmlDType::Q8_0) => q8_0_block(&data[(r * nb + b) * bytes..]),
-                        (None, _) => q5_0_block(&data[(r * nb + b) * bytes..]),
-                    };
-                    let row = row0 + r;
+                let cells: Vec<(f32, [i8; QK])> = match &dense {
+                    Some(w) => q8_blocks(&quantize_row(&w[r * k..][..k]))
+                        .iter()
+                        .map(|b| (b.d.to_f32(), b.qs))
+                        .collect(),
+                    None => data[r * row_bytes..][..row_bytes]
+                        .chunks(p.dtype().type_size())
+                        .map(|b| match p.dtype() {
+                            GgmlDType::Q8_0 => q8_0_block(b),
+                            _ => q5_0_block(b),
+                        })
+                        .collect(),
+                };
+                let row = row0 + r;
+                for (b, (d, q)) in cells.into_iter().enumerate() {
                     let tb = &mut blocks[row / TILE * nb + b];
                     let i = row % TILE;
                     tb.d[i] = d;
@@ -120,10 +131,6 @@ impl TiledQ8 {
             row0 += rows;
         }
         Ok(TiledQ8 { n, k, blocks })
-    }
-
-    pub fn bytes(&self) -> usize {
-        self.blocks.len() * std::mem::size_of::<TileBlock>()
     }
 
     /// `x · Wᵀ` for `x` of shape `(m, k)`, one activation row at a time.
@@ -145,7 +152,7 @@ impl TiledQ8 {
 
     fn gemv(&self, x: &[f32], out: &mut [f32]) {
         let nb = self.k / QK;
-        let act: Vec<Act> = x.chunks(QK).map(Act::quantize).collect();
+        let act: Vec<Act> = q8_blocks(&quantize_row(x)).iter().map(Act::new).collect();
         // Four tiles (64 rows) a task: four independent chains of `vpdpbusd` share each
         // broadcast of the activation. candle's barrier pool runs the tasks, as it runs
         // the K-quant products of the same forward pass: two pools would contend for the
@@ -213,28 +220,22 @@ struct Act {
 }
 
 impl Act {
-    /// ggml's `quantize_row_q8_0`: scale max|x| / 127 stored as f16, bytes rounded with
-    /// the unrounded scale.
-    fn quantize(x: &[f32]) -> Act {
-        let (d, qs) = quantize_block(x);
-        let sum: i32 = qs.iter().map(|&q| q as i32).sum();
+    fn new(b: &Q8Block) -> Act {
+        let sum: i32 = b.qs.iter().map(|&q| q as i32).sum();
         Act {
-            qs,
-            d,
+            qs: b.qs,
+            d: b.d.to_f32(),
             correction: -128 * sum,
         }
     }
 }
 
-fn quantize_block(x: &[f32]) -> (f32, [i8; QK]) {
-    let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
-    let d = amax / 127.0;
-    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-    let mut qs = [0i8; QK];
-    for (q, v) in qs.iter_mut().zip(x) {
-        *q = (v * id).round() as i8;
-    }
-    (f16::from_f32(d).to_f32(), qs)
+/// `x` (whole blocks) as Q8_0, quantized by candle as ggml quantizes an activation for a
+/// Q8_0 product: scale max|x| / 127 kept as f16, bytes rounded with the unrounded scale.
+fn quantize_row(x: &[f32]) -> Vec<BlockQ8_0> {
+    let mut ys = vec![BlockQ8_0::zeros(); x.len() / QK];
+    BlockQ8_0::from_float(x, &mut ys);
+    ys
 }
 
 /// A Q8_0 block: f16 scale, 32 signed bytes.
