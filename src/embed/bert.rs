@@ -1,20 +1,29 @@
 //! The BERT encoder of all-MiniLM-L6-v2, written out here instead of taking
-//! candle-transformers' `BertModel`. Same weights and the same arithmetic, laid out for
-//! speed on a CPU: perf on 2 cores showed a fifth of embedding time outside the matrix
-//! products in that model, mostly in libm's scalar `erf` (GELU) and a softmax made of four
-//! tensor passes. Here:
-//! - the Q/K/V projections are one matrix product;
-//! - the attention scale is folded into the query;
-//! - the softmax is candle's fused last-dimension kernel;
-//! - GELU uses a branch-free `erf` (Abramowitz–Stegun 7.1.26, |error| < 1.5e-7) over a
-//!   polynomial `exp`, which the compiler vectorizes, on rayon's threads.
+//! candle-transformers' `BertModel`. Same weights and the same arithmetic, laid out for a
+//! CPU:
+//! - **No padding.** A batch's texts are packed end to end, so the dense layers multiply
+//!   only real tokens and attention runs per text over its own length: there is no mask.
+//! - **Fused adds.** Bias and residual are written into a product's output before `gemm`
+//!   adds the product to it, so no pass over the activations adds them afterwards.
+//! - The Q/K/V projections are one product, the attention scale is folded into the query
+//!   weights, and GELU, softmax and layer norm are loops the compiler vectorizes
+//!   (`kernels`).
 //!
-//! A test checks the vectors against sentence-transformers' (cosine ≥ 0.999).
+//! perf on 2 cores showed half of embedding time outside the matrix products when this
+//! ran on candle tensors: element-wise passes, libm's `expf` in the softmax, zeroed
+//! allocations and padding. A test checks the vectors against sentence-transformers'
+//! (cosine ≥ 0.999).
 
 use anyhow::{bail, Result};
-use candle_core::{CpuStorage, CustomOp1, DType, Layout, Module, Shape, Tensor};
-use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
+use candle_core::{DType, Tensor};
+use candle_nn::VarBuilder;
+use gemm::Parallelism;
+use rayon::prelude::*;
 use serde::Deserialize;
+
+use super::kernels::{
+    add_product, add_row_to, fill_rows, gelu, layer_norm, softmax, strided_product, Matrix,
+};
 
 /// The keys of a BERT `config.json` this encoder reads.
 #[derive(Debug, Clone, Deserialize)]
@@ -29,7 +38,7 @@ pub struct BertConfig {
     pub type_vocab_size: usize,
     #[serde(default = "eps")]
     pub layer_norm_eps: f64,
-    #[serde(default = "gelu")]
+    #[serde(default = "gelu_name")]
     pub hidden_act: String,
 }
 
@@ -39,41 +48,91 @@ fn two() -> usize {
 fn eps() -> f64 {
     1e-12
 }
-fn gelu() -> String {
+fn gelu_name() -> String {
     "gelu".into()
 }
 
+/// One text's word pieces and their token types.
+pub struct Text<'a> {
+    pub ids: &'a [u32],
+    pub types: &'a [u32],
+}
+
 pub struct Bert {
-    word: Embedding,
-    position: Tensor,
-    token_type: Embedding,
-    norm: LayerNorm,
+    word: Vec<f32>,
+    position: Vec<f32>,
+    token_type: Vec<f32>,
+    norm: Norm,
     layers: Vec<Layer>,
-    heads: usize,
+    config: BertConfig,
+}
+
+/// A dense layer, its weights transposed to `in × out` so that `x · w` is row-major.
+struct Dense {
+    w: Vec<f32>,
+    b: Vec<f32>,
+    inputs: usize,
+}
+
+impl Dense {
+    fn matrix(&self) -> Matrix<'_> {
+        Matrix {
+            data: &self.w,
+            rows: self.inputs,
+            cols: self.b.len(),
+        }
+    }
+}
+
+struct Norm {
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
+    eps: f32,
+}
+
+impl Norm {
+    fn apply(&self, x: &mut [f32]) {
+        layer_norm(x, &self.gamma, &self.beta, self.eps)
+    }
 }
 
 struct Layer {
-    qkv: Linear,
-    attn_out: Linear,
-    attn_norm: LayerNorm,
-    up: Linear,
-    down: Linear,
-    ffn_norm: LayerNorm,
+    qkv: Dense,
+    attn_out: Dense,
+    attn_norm: Norm,
+    up: Dense,
+    down: Dense,
+    ffn_norm: Norm,
 }
 
-fn linear(vb: &VarBuilder, rows: usize, cols: usize) -> Result<Linear> {
-    Ok(Linear::new(
-        vb.get((rows, cols), "weight")?,
-        Some(vb.get(rows, "bias")?),
-    ))
+fn values(t: &Tensor) -> Result<Vec<f32>> {
+    Ok(t.to_dtype(DType::F32)?.flatten_all()?.to_vec1()?)
 }
 
-fn layer_norm(vb: &VarBuilder, dim: usize, eps: f64) -> Result<LayerNorm> {
-    Ok(LayerNorm::new(
-        vb.get(dim, "weight")?,
-        vb.get(dim, "bias")?,
-        eps,
-    ))
+/// A dense layer from Hugging Face's `out × in` weight and bias, each scaled by `scale`.
+fn dense(weight: &Tensor, bias: &Tensor, scale: f64) -> Result<Dense> {
+    let (_, inputs) = weight.dims2()?;
+    Ok(Dense {
+        w: values(&(weight.t()?.contiguous()? * scale)?)?,
+        b: values(&(bias * scale)?)?,
+        inputs,
+    })
+}
+
+fn linear(vb: &VarBuilder, rows: usize, cols: usize) -> Result<Dense> {
+    dense(
+        &vb.get((rows, cols), "weight")?,
+        &vb.get(rows, "bias")?,
+        1.0,
+    )
+}
+
+fn layer_norm_of(vb: &VarBuilder, dim: usize, eps: f64) -> Result<Norm> {
+    Ok(Norm {
+        gamma: values(&vb.get(dim, "weight")?)?,
+        beta: values(&vb.get(dim, "bias")?)?,
+        eps: eps as f32,
+    })
 }
 
 impl Bert {
@@ -92,24 +151,22 @@ impl Bert {
             vb
         };
         let d = config.hidden_size;
-        if config.num_attention_heads == 0 || !d.is_multiple_of(config.num_attention_heads) {
-            bail!(
-                "hidden_size {d} is not a multiple of num_attention_heads {}",
-                config.num_attention_heads
-            );
+        let heads = config.num_attention_heads;
+        if heads == 0 || !d.is_multiple_of(heads) {
+            bail!("hidden_size {d} is not a multiple of num_attention_heads {heads}");
         }
+        let eps = config.layer_norm_eps;
         let e = vb.pp("embeddings");
-        let word = Embedding::new(e.get((config.vocab_size, d), "word_embeddings.weight")?, d);
-        let position = e.get(
+        let word = values(&e.get((config.vocab_size, d), "word_embeddings.weight")?)?;
+        let position = values(&e.get(
             (config.max_position_embeddings, d),
             "position_embeddings.weight",
-        )?;
-        let token_type = Embedding::new(
-            e.get((config.type_vocab_size, d), "token_type_embeddings.weight")?,
-            d,
-        );
-        let norm = layer_norm(&e.pp("LayerNorm"), d, config.layer_norm_eps)?;
+        )?)?;
+        let token_type =
+            values(&e.get((config.type_vocab_size, d), "token_type_embeddings.weight")?)?;
+        let norm = layer_norm_of(&e.pp("LayerNorm"), d, eps)?;
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        let ff = config.intermediate_size;
         for i in 0..config.num_hidden_layers {
             let l = vb.pp(format!("encoder.layer.{i}"));
             let a = l.pp("attention.self");
@@ -120,22 +177,21 @@ impl Bert {
                 ))
             };
             let (q, k, v) = (part("query")?, part("key")?, part("value")?);
-            let qkv = Linear::new(
-                Tensor::cat(&[&q.0, &k.0, &v.0], 0)?,
-                Some(Tensor::cat(&[&q.1, &k.1, &v.1], 0)?),
-            );
-            let ff = config.intermediate_size;
+            // The attention scale 1/√head goes into the query projection.
+            let scale = 1.0 / ((d / heads) as f64).sqrt();
+            let (qw, qb) = ((q.0 * scale)?, (q.1 * scale)?);
+            let qkv = dense(
+                &Tensor::cat(&[&qw, &k.0, &v.0], 0)?,
+                &Tensor::cat(&[&qb, &k.1, &v.1], 0)?,
+                1.0,
+            )?;
             layers.push(Layer {
                 qkv,
                 attn_out: linear(&l.pp("attention.output.dense"), d, d)?,
-                attn_norm: layer_norm(
-                    &l.pp("attention.output.LayerNorm"),
-                    d,
-                    config.layer_norm_eps,
-                )?,
+                attn_norm: layer_norm_of(&l.pp("attention.output.LayerNorm"), d, eps)?,
                 up: linear(&l.pp("intermediate.dense"), ff, d)?,
                 down: linear(&l.pp("output.dense"), d, ff)?,
-                ffn_norm: layer_norm(&l.pp("output.LayerNorm"), d, config.layer_norm_eps)?,
+                ffn_norm: layer_norm_of(&l.pp("output.LayerNorm"), d, eps)?,
             });
         }
         Ok(Bert {
@@ -144,145 +200,168 @@ impl Bert {
             token_type,
             norm,
             layers,
-            heads: config.num_attention_heads,
+            config: config.clone(),
         })
     }
 
-    /// The last hidden states `(n, len, hidden)` of a padded batch: `ids`, `types` and
-    /// `mask` are `(n, len)` (mask 1 for real tokens, 0 for padding).
-    pub fn forward(&self, ids: &Tensor, types: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        let (_, len) = ids.dims2()?;
-        let x = (self.word.forward(ids)? + self.token_type.forward(types)?)?
-            .broadcast_add(&self.position.narrow(0, 0, len)?)?;
-        let mut x = self.norm.forward(&x)?;
-        // Padding gets the most negative score, as transformers' extended mask does.
-        let bias = ((mask.to_dtype(DType::F32)? - 1.0)? * f64::from(f32::MAX))?
-            .unsqueeze(1)?
-            .unsqueeze(1)?; // (n, 1, 1, len)
+    /// The last hidden states of `texts`, packed: rows of width `hidden_size`, the first
+    /// text's tokens first.
+    pub fn forward(&self, texts: &[Text]) -> Result<Vec<f32>> {
+        let c = &self.config;
+        let d = c.hidden_size;
+        let mut starts = Vec::with_capacity(texts.len() + 1);
+        let mut rows = Vec::new(); // (word piece, type, position) per token
+        for (n, text) in texts.iter().enumerate() {
+            if text.ids.len() != text.types.len() {
+                bail!(
+                    "text {n}: {} ids but {} types",
+                    text.ids.len(),
+                    text.types.len()
+                );
+            }
+            if text.ids.len() > c.max_position_embeddings {
+                bail!(
+                    "text {n} has {} word pieces; the model takes at most {}",
+                    text.ids.len(),
+                    c.max_position_embeddings
+                );
+            }
+            starts.push(rows.len());
+            for (p, (&id, &ty)) in text.ids.iter().zip(text.types).enumerate() {
+                if id as usize >= c.vocab_size || ty as usize >= c.type_vocab_size {
+                    bail!(
+                        "text {n}: word piece {id} or type {ty} is outside the model's vocabulary"
+                    );
+                }
+                rows.push((id as usize, ty as usize, p));
+            }
+        }
+        starts.push(rows.len());
+        let t = rows.len();
+        let mut x = vec![0f32; t * d];
+        x.par_chunks_mut(d)
+            .zip(rows.par_iter())
+            .for_each(|(out, &(id, ty, p))| {
+                let w = &self.word[id * d..][..d];
+                let pos = &self.position[p * d..][..d];
+                let typ = &self.token_type[ty * d..][..d];
+                for (((o, a), b), c) in out.iter_mut().zip(w).zip(pos).zip(typ) {
+                    *o = a + b + c;
+                }
+            });
+        self.norm.apply(&mut x);
+        let mut buffers = Buffers::new(t, d, c.intermediate_size);
         for layer in &self.layers {
-            x = layer.forward(&x, &bias, self.heads)?;
+            layer.forward(&mut x, &starts, c.num_attention_heads, &mut buffers);
         }
         Ok(x)
     }
 }
 
+/// Activations reused by every layer of one forward pass.
+struct Buffers {
+    qkv: Vec<f32>,
+    context: Vec<f32>,
+    attended: Vec<f32>,
+    inner: Vec<f32>,
+    out: Vec<f32>,
+}
+
+impl Buffers {
+    fn new(tokens: usize, d: usize, ff: usize) -> Self {
+        Buffers {
+            qkv: vec![0.0; tokens * 3 * d],
+            context: vec![0.0; tokens * d],
+            attended: vec![0.0; tokens * d],
+            inner: vec![0.0; tokens * ff],
+            out: vec![0.0; tokens * d],
+        }
+    }
+}
+
 impl Layer {
-    fn forward(&self, x: &Tensor, bias: &Tensor, heads: usize) -> Result<Tensor> {
-        let (n, len, d) = x.dims3()?;
-        let head = d / heads;
-        let qkv = self
-            .qkv
-            .forward(x)?
-            .reshape((n, len, 3, heads, head))?
-            .permute((2, 0, 3, 1, 4))?; // (3, n, heads, len, head)
-        let q = (qkv.get(0)?.contiguous()? * (1.0 / (head as f64).sqrt()))?;
-        let k = qkv.get(1)?.contiguous()?;
-        let v = qkv.get(2)?.contiguous()?;
-        let scores = q.matmul(&k.t()?)?.broadcast_add(bias)?;
-        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-        let context = probs
-            .matmul(&v)?
-            .transpose(1, 2)?
-            .contiguous()?
-            .reshape((n, len, d))?;
-        let x = self
-            .attn_norm
-            .forward(&(self.attn_out.forward(&context)? + x)?)?;
-        let h = self.up.forward(&x)?.apply_op1_no_bwd(&GeluErf)?;
-        Ok(self.ffn_norm.forward(&(self.down.forward(&h)? + x)?)?)
+    fn forward(&self, x: &mut Vec<f32>, starts: &[usize], heads: usize, b: &mut Buffers) {
+        let d = self.attn_out.inputs;
+        let rows = Matrix::rows_of;
+        fill_rows(&mut b.qkv, &self.qkv.b);
+        add_product(rows(x, d), self.qkv.matrix(), &mut b.qkv);
+        attention(&b.qkv, starts, heads, d, &mut b.context);
+        add_row_to(x, &self.attn_out.b, &mut b.attended);
+        add_product(rows(&b.context, d), self.attn_out.matrix(), &mut b.attended);
+        self.attn_norm.apply(&mut b.attended);
+        fill_rows(&mut b.inner, &self.up.b);
+        add_product(rows(&b.attended, d), self.up.matrix(), &mut b.inner);
+        gelu(&mut b.inner);
+        add_row_to(&b.attended, &self.down.b, &mut b.out);
+        let ff = self.up.b.len();
+        add_product(rows(&b.inner, ff), self.down.matrix(), &mut b.out);
+        self.ffn_norm.apply(&mut b.out);
+        std::mem::swap(x, &mut b.out);
     }
 }
 
-/// GELU as BERT defines it, x·(1 + erf(x/√2))/2, on contiguous f32 tensors.
-struct GeluErf;
+/// A pointer that rayon tasks writing disjoint parts of one buffer may share.
+#[derive(Clone, Copy)]
+struct Shared(*mut f32);
+// SAFETY: each task writes only the rows and columns of its own (text, head).
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
 
-impl CustomOp1 for GeluErf {
-    fn name(&self) -> &'static str {
-        "gelu-erf-fast"
+impl Shared {
+    /// The element `offset` places in (taking `self` whole, so closures capture the
+    /// `Send` wrapper and not its raw pointer).
+    ///
+    /// # Safety
+    /// `offset` must lie inside the buffer.
+    unsafe fn at(self, offset: usize) -> *mut f32 {
+        self.0.add(offset)
     }
+}
 
-    fn cpu_fwd(
-        &self,
-        storage: &CpuStorage,
-        layout: &Layout,
-    ) -> candle_core::Result<(CpuStorage, Shape)> {
-        use rayon::prelude::*;
-        let (CpuStorage::F32(data), Some((start, end))) = (storage, layout.contiguous_offsets())
-        else {
-            candle_core::bail!("gelu-erf-fast takes a contiguous f32 tensor");
-        };
-        let input = &data[start..end];
-        let mut out = vec![0f32; input.len()];
-        out.par_chunks_mut(1 << 14)
-            .zip(input.par_chunks(1 << 14))
-            .for_each(|(o, i)| {
-                for (o, &x) in o.iter_mut().zip(i) {
-                    *o = 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2));
+/// Scaled dot-product attention of every text with itself, each head apart: `qkv` holds
+/// rows of [Q | K | V] (Q already scaled), `context` receives rows of the heads side by side.
+fn attention(qkv: &[f32], starts: &[usize], heads: usize, d: usize, context: &mut [f32]) {
+    let head = d / heads;
+    let stride = 3 * d as isize;
+    let texts = starts.len() - 1;
+    let out = Shared(context.as_mut_ptr());
+    (0..texts * heads)
+        .into_par_iter()
+        .for_each_init(Vec::new, |scores, task| {
+            let (text, h) = (task / heads, task % heads);
+            let (start, len) = (starts[text], starts[text + 1] - starts[text]);
+            if len == 0 {
+                return;
+            }
+            scores.resize(len * len, 0.0);
+            let q = qkv[start * 3 * d + h * head..].as_ptr();
+            // SAFETY: Q, K and V of this text and head lie inside `qkv` (rows start..start+len,
+            // columns h·head.. of each third); the output block is this task's alone.
+            unsafe {
+                let (k, v) = (q.add(d), q.add(2 * d));
+                strided_product(
+                    len,
+                    len,
+                    head,
+                    (scores.as_mut_ptr(), len as isize),
+                    (q, stride, 1),
+                    (k, 1, stride),
+                    false,
+                    Parallelism::None,
+                );
+                for row in scores.chunks_mut(len) {
+                    softmax(row);
                 }
-            });
-        Ok((CpuStorage::F32(out), layout.shape().clone()))
-    }
-}
-
-/// erf by Abramowitz–Stegun 7.1.26 (|error| < 1.5e-7), branch-free.
-#[inline(always)]
-fn erf(x: f32) -> f32 {
-    let a = x.abs();
-    let t = 1.0 / (1.0 + 0.327_591_1 * a);
-    let poly = t
-        * (0.254_829_6
-            + t * (-0.284_496_74 + t * (1.421_413_8 + t * (-1.453_152 + t * 1.061_405_4))));
-    (1.0 - poly * exp(-a * a)).copysign(x)
-}
-
-/// e^x for x ≤ 0 (inputs below -87 give ~0): Cephes' polynomial after range reduction,
-/// branch-free so that loops over it vectorize.
-#[inline(always)]
-fn exp(x: f32) -> f32 {
-    let x = x.clamp(-87.0, 0.0);
-    let n = (x * std::f32::consts::LOG2_E).round();
-    let r = x - n * 0.693_359_4 + n * 2.121_944_4e-4;
-    let mut p = 1.987_569_1e-4;
-    p = p * r + 1.398_199_9e-3;
-    p = p * r + 8.333_452e-3;
-    p = p * r + 4.166_579_6e-2;
-    p = p * r + 1.666_666_5e-1;
-    p = p * r + 0.5;
-    let p = p * r * r + r + 1.0;
-    p * f32::from_bits(((n as i32 + 127) as u32) << 23)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fast_erf_and_exp_match_the_library_functions() {
-        let mut worst_erf = 0f64;
-        let mut worst_exp = 0f64;
-        for i in -100_000..=100_000 {
-            let x = i as f32 * 1e-4 * 6.0; // -6 … 6
-            worst_erf = worst_erf.max((erf(x) as f64 - libm::erf(x as f64)).abs());
-            let y = -(x * x).min(87.0);
-            let want = (y as f64).exp();
-            worst_exp = worst_exp.max((exp(y) as f64 - want).abs() / want.max(1e-30));
-        }
-        // The formula's 1.5e-7 plus f32 rounding.
-        assert!(worst_erf < 1e-6, "erf: {worst_erf:e}");
-        assert!(worst_exp < 1e-6, "exp: relative {worst_exp:e}");
-    }
-
-    #[test]
-    fn gelu_op_matches_the_definition_on_any_length() {
-        let xs: Vec<f32> = (0..40_000).map(|i| (i as f32 - 20_000.0) * 3e-4).collect();
-        let t = Tensor::from_vec(xs.clone(), xs.len(), &candle_core::Device::Cpu).unwrap();
-        let got: Vec<f32> = t.apply_op1_no_bwd(&GeluErf).unwrap().to_vec1().unwrap();
-        for (x, g) in xs.iter().zip(got) {
-            let want = 0.5 * *x as f64 * (1.0 + libm::erf(*x as f64 / 2f64.sqrt()));
-            assert!(
-                (g as f64 - want).abs() < 1e-6,
-                "gelu({x}) = {g}, want {want}"
-            );
-        }
-    }
+                strided_product(
+                    len,
+                    head,
+                    len,
+                    (out.at(start * d + h * head), d as isize),
+                    (scores.as_ptr(), len as isize, 1),
+                    (v, stride, 1),
+                    false,
+                    Parallelism::None,
+                );
+            }
+        });
 }
