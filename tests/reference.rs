@@ -164,3 +164,24 @@ fn qwen2_5_coder_matches_llama_cpp() {
 fn gemma_3_270m_matches_llama_cpp() {
     check("gemma-3-270m", GEMMA_LOGIT_TOLERANCE);
 }
+
+/// `sextant bench gpu` measures random models of the default LLMs' shapes (the files do
+/// not travel to a GPU machine): those shapes are the files' own.
+#[test]
+fn synthetic_shapes_are_the_default_files_shapes() {
+    use sextant::llm::decoder::DecoderConfig;
+    use sextant::llm::gguf::GgufFile;
+    for shape in sextant::llm::synthetic::default_shapes() {
+        let model = ModelStore::open(None)
+            .resolve(Role::Llm, Some(shape.name))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let file = GgufFile::open(&model.main_file()).unwrap();
+        let real = DecoderConfig::from_gguf(&file, shape.config.variant).unwrap();
+        assert_eq!(
+            format!("{:?}", shape.config),
+            format!("{real:?}"),
+            "{}",
+            shape.name
+        );
+    }
+}

@@ -18,6 +18,7 @@ pub mod qwen3;
 #[cfg(test)]
 mod reference_tests;
 pub mod sampling;
+pub mod synthetic;
 pub mod tiled_q8;
 #[cfg(test)]
 pub(crate) mod tiny;

@@ -12,7 +12,7 @@ use candle_core::{Device, Tensor};
 use serde::Deserialize;
 
 use super::decoder::{Decoder, DecoderConfig, Variant};
-use super::tiny::tensor_shape;
+use super::synthetic::tensor_shape;
 use super::weights::WeightSource;
 use super::{gemma3, CausalLm, LoadOptions};
 

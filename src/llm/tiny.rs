@@ -1,14 +1,15 @@
 //! A tiny randomly initialised llama with a byte-level tokenizer, for unit tests of the
 //! decoding loop: fast, and with a grammar mask every output must still validate.
 
-use anyhow::{bail, Result};
-use candle_core::quantized::{GgmlDType, QTensor};
-use candle_core::{Device, Tensor};
+use anyhow::Result;
+use candle_core::quantized::GgmlDType;
+use candle_core::Device;
 
 use super::chat_template::{ChatTemplate, CHATML};
-use super::decoder::{Decoder, DecoderConfig, Variant};
+use super::decoder::{Decoder, Variant};
+use super::synthetic::random_decoder;
+pub use super::synthetic::tiny_config;
 use super::tokenizer::{build_bpe, BpeParts};
-use super::weights::WeightSource;
 use super::{Llm, LoadOptions};
 
 /// GPT-2's byte → printable character map (what byte-level BPE vocabularies store).
@@ -60,97 +61,14 @@ pub fn tiny_tokenizer() -> Result<tokenizers::Tokenizer> {
     })
 }
 
-pub fn tiny_config(n_vocab: usize, variant: Variant) -> DecoderConfig {
-    DecoderConfig {
-        n_layer: 2,
-        n_embd: 64,
-        n_head: 4,
-        n_kv_head: 2,
-        head_dim: 16,
-        n_ff: 128,
-        n_vocab,
-        n_ctx: 4096,
-        rope_base: 10_000.0,
-        n_rot: 16,
-        rope_factors: None,
-        rope_attn_factor: 1.0,
-        sliding_window: None,
-        attn_scale: 0.25,
-        rms_eps: 1e-5,
-        variant,
-    }
-}
-
-/// The shape of a named GGUF tensor of a decoder of this config (the weight sources of
-/// tests: random here, a formula in `reference_tests`).
-pub fn tensor_shape(c: &DecoderConfig, name: &str) -> Result<Vec<usize>> {
-    let (q, kv) = (c.n_head * c.head_dim, c.n_kv_head * c.head_dim);
-    let bias = name.ends_with(".bias");
-    let stem = name
-        .strip_suffix(".weight")
-        .or(name.strip_suffix(".bias"))
-        .unwrap_or(name);
-    let part = stem.rsplit('.').next().unwrap_or(stem);
-    Ok(match (part, bias) {
-        ("token_embd", _) => vec![c.n_vocab, c.n_embd],
-        ("attn_q_norm" | "attn_k_norm", _) => vec![c.head_dim],
-        (n, _) if n.ends_with("norm") => vec![c.n_embd],
-        ("attn_q", true) => vec![q],
-        ("attn_k" | "attn_v", true) => vec![kv],
-        ("attn_q", false) => vec![q, c.n_embd],
-        ("attn_k" | "attn_v", false) => vec![kv, c.n_embd],
-        ("attn_qkv", false) => vec![q + 2 * kv, c.n_embd],
-        ("attn_output", _) => vec![c.n_embd, q],
-        ("ffn_up", _) if c.variant.fused => vec![2 * c.n_ff, c.n_embd],
-        ("ffn_gate" | "ffn_up", _) => vec![c.n_ff, c.n_embd],
-        ("ffn_down", _) => vec![c.n_embd, c.n_ff],
-        _ => bail!("no tensor {name} in a test decoder"),
-    })
-}
-
-/// Seeded random weights of a config's shapes (tests of the decoding loop: fast, and every
-/// output must still satisfy the grammar).
-struct RandomWeights {
-    cfg: DecoderConfig,
-    seed: u64,
-}
-
-impl WeightSource for RandomWeights {
-    fn get(&self, name: &str) -> Result<Tensor> {
-        use rand::{Rng, SeedableRng};
-        // Each tensor has its own stream, so the result does not depend on load order.
-        let name_hash = name.bytes().fold(0xcbf29ce484222325u64, |h, b| {
-            (h ^ b as u64).wrapping_mul(0x100000001b3)
-        });
-        let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed ^ name_hash);
-        let dims = tensor_shape(&self.cfg, name)?;
-        let n: usize = dims.iter().product();
-        let data: Vec<f32> = if name.contains("norm") {
-            vec![1.0; n]
-        } else {
-            (0..n).map(|_| rng.random_range(-0.5f32..0.5)).collect()
-        };
-        Ok(Tensor::from_vec(data, dims, &Device::Cpu)?)
-    }
-    fn quantized(&self, name: &str) -> Result<QTensor> {
-        Ok(QTensor::quantize(&self.get(name)?, GgmlDType::F32)?)
-    }
-    fn has(&self, name: &str) -> bool {
-        name != "output.weight"
-    }
-}
-
-pub fn random_decoder(cfg: DecoderConfig, seed: u64, opts: &LoadOptions) -> Result<Decoder> {
-    let src = RandomWeights {
-        cfg: cfg.clone(),
-        seed,
-    };
-    Decoder::build(cfg, &src, opts, &Device::Cpu)
-}
-
 pub fn tiny_decoder(seed: u64, variant: Variant, opts: &LoadOptions) -> Result<Decoder> {
     let tok = tiny_tokenizer()?;
-    random_decoder(tiny_config(tok.get_vocab_size(true), variant), seed, opts)
+    random_decoder(
+        tiny_config(tok.get_vocab_size(true), variant),
+        seed,
+        opts,
+        &Device::Cpu,
+    )
 }
 
 pub fn tiny_llm(seed: u64) -> Result<Llm> {
@@ -169,7 +87,7 @@ pub fn tiny_llm_of(seed: u64, architecture: &str, variant: Variant) -> Result<Ll
         // Outputs run past the window, so the sliding-window path is exercised.
         cfg.sliding_window = Some(super::gemma3::sliding_window(32));
     }
-    let model = random_decoder(cfg, seed, &opts)?;
+    let model = random_decoder(cfg, seed, &opts, &Device::Cpu)?;
     let eos = vec![2, 0];
     Llm::from_parts(
         "tiny-random",

@@ -3,6 +3,7 @@
 
 mod agents;
 mod generate;
+mod gpu;
 mod kb;
 mod schemas;
 
@@ -42,6 +43,9 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 400)]
         max_tokens: usize,
     },
+    /// The CUDA path without model files: CPU-vs-GPU logits of every family's tiny random
+    /// model, and speed on random models of the default LLMs' shapes (docs/GPU.md).
+    Gpu(gpu::GpuArgs),
     /// Embedding and ingest speed, index size, search latency at 10k and 100k chunks.
     Kb {
         #[command(flatten)]
@@ -74,6 +78,7 @@ pub fn run(ctx: &Ctx, command: BenchCommand) -> Result<()> {
         BenchCommand::Schemas { dir, max_tokens } => {
             schemas::run_schemas(&mut ctx.load_llm()?, &dir, max_tokens)
         }
+        BenchCommand::Gpu(args) => gpu::run_gpu(&args),
         BenchCommand::Kb { args, sample } => {
             kb::run_kb(&ctx.store.resolve(Role::Embedding, None)?, &sample, &args)
         }
