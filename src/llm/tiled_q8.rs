@@ -29,6 +29,10 @@ pub const TILE: usize = 16;
 const QK: usize = 32;
 /// Bytes of one row's block in a tile: 32 weights.
 const GROUPS: usize = QK / 4;
+/// A multi-row product's task: 2 tiles by 4 activation rows, 8 chains of `vpdpbusd` and
+/// 8 float accumulators, which with the loaded groups fit the 32 vector registers.
+const GEMM_TILES: usize = 2;
+const GEMM_ROWS: usize = 4;
 
 /// One block column of a tile: 16 row scales, then the 16 rows' 32 weights in 8 groups of
 /// 64 bytes (group g holds bytes 4g..4g+4 of rows 0..16, row after row). Weights are
@@ -144,10 +148,56 @@ impl TiledQ8 {
             .flatten_all()?
             .to_vec1::<f32>()?;
         let mut out = vec![0f32; m * self.n];
-        for (x, y) in xs.chunks(k).zip(out.chunks_mut(self.n)) {
-            self.gemv(x, y);
+        if m == 1 {
+            self.gemv(&xs, &mut out);
+        } else {
+            self.gemm(&xs, m, &mut out);
         }
         Ok(Tensor::from_vec(out, (m, self.n), x.device())?)
+    }
+
+    /// `x · Wᵀ` for `m` activation rows: each weight group loaded once serves four rows
+    /// (a prompt's product, without the f32 copy of the weight that `dequantize` makes).
+    fn gemm(&self, xs: &[f32], m: usize, out: &mut [f32]) {
+        let nb = self.k / QK;
+        let act: Vec<Act> = xs
+            .par_chunks(self.k)
+            .flat_map_iter(|x| {
+                q8_blocks(&quantize_row(x))
+                    .iter()
+                    .map(Act::new)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let tiles = self.blocks.len() / nb;
+        let width = tiles * TILE;
+        let mut padded = vec![0f32; m * width];
+        let dst = SharedOut(padded.as_mut_ptr());
+        let (tile_tasks, row_tasks) = (tiles.div_ceil(GEMM_TILES), m.div_ceil(GEMM_ROWS));
+        // Tile-major task order: the tasks of one thread's chunk mostly share their weight
+        // tiles (a pair is 2 × nb × 576 bytes, resident in L1/L2) and stream the rows.
+        candle_core::utils::barrier_pool().execute_chunked(tile_tasks * row_tasks, |range| {
+            for task in range {
+                let (first, row) = (task / row_tasks * GEMM_TILES, task % row_tasks * GEMM_ROWS);
+                let count = GEMM_TILES.min(tiles - first);
+                let rows = GEMM_ROWS.min(m - row);
+                // SAFETY: this task alone writes rows `row..row + rows`, columns of tiles
+                // `first..first + count` of `padded`, which outlives the pool's call; the
+                // kernel runs only where `available()` (`Linear::load` checks it).
+                unsafe {
+                    kernel::rows(
+                        &self.blocks[first * nb..(first + count) * nb],
+                        nb,
+                        &act[row * nb..(row + rows) * nb],
+                        dst.at(row * width + first * TILE),
+                        width,
+                    )
+                }
+            }
+        });
+        for (y, p) in out.chunks_mut(self.n).zip(padded.chunks(width)) {
+            y.copy_from_slice(&p[..self.n]);
+        }
     }
 
     fn gemv(&self, x: &[f32], out: &mut [f32]) {
@@ -179,8 +229,9 @@ impl TiledQ8 {
         out.copy_from_slice(&padded[..self.n]);
     }
 
-    /// The weights as f32 `(n, k)`, for prompt-sized products.
-    pub fn dequantize(&self) -> Result<Tensor> {
+    /// The weights as f32 `(n, k)` (the conversion test's view of them).
+    #[cfg(test)]
+    fn dequantize(&self) -> Result<Tensor> {
         let nb = self.k / QK;
         let mut out = vec![0f32; self.blocks.len() / nb * TILE * self.k];
         out.par_chunks_mut(TILE * self.k)
@@ -310,6 +361,73 @@ mod kernel {
             _mm512_storeu_ps(out[t * TILE..].as_mut_ptr(), *acc);
         }
     }
+
+    /// One or two tiles against one to four activation rows (`act` holds whole rows of
+    /// `nb` blocks); row r's 16 outputs a tile go to `out + r·stride + 16t`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+    pub(super) unsafe fn rows(
+        tiles: &[TileBlock],
+        nb: usize,
+        act: &[Act],
+        out: *mut f32,
+        stride: usize,
+    ) {
+        match (tiles.len() / nb, act.len() / nb) {
+            (2, 4) => run_rows::<2, 4>(tiles, nb, act, out, stride),
+            (2, 3) => run_rows::<2, 3>(tiles, nb, act, out, stride),
+            (2, 2) => run_rows::<2, 2>(tiles, nb, act, out, stride),
+            (2, _) => run_rows::<2, 1>(tiles, nb, act, out, stride),
+            (_, 4) => run_rows::<1, 4>(tiles, nb, act, out, stride),
+            (_, 3) => run_rows::<1, 3>(tiles, nb, act, out, stride),
+            (_, 2) => run_rows::<1, 2>(tiles, nb, act, out, stride),
+            _ => run_rows::<1, 1>(tiles, nb, act, out, stride),
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn run_rows<const T: usize, const R: usize>(
+        tiles: &[TileBlock],
+        nb: usize,
+        act: &[Act],
+        out: *mut f32,
+        stride: usize,
+    ) {
+        let mut acc = [[_mm512_setzero_ps(); R]; T];
+        for b in 0..nb {
+            let mut sums = [[_mm512_setzero_si512(); R]; T];
+            for r in 0..R {
+                for s in sums.iter_mut() {
+                    s[r] = _mm512_set1_epi32(act[r * nb + b].correction);
+                }
+            }
+            for g in 0..GROUPS {
+                let w: [__m512i; T] = std::array::from_fn(|t| {
+                    _mm512_load_si512(tiles[t * nb + b].qs[g].as_ptr() as *const _)
+                });
+                for r in 0..R {
+                    let groups = act[r * nb + b].qs.as_ptr() as *const i32;
+                    let y = _mm512_set1_epi32(groups.add(g).read_unaligned());
+                    for (s, w) in sums.iter_mut().zip(&w) {
+                        s[r] = _mm512_dpbusd_epi32(s[r], *w, y);
+                    }
+                }
+            }
+            for (t, (acc, sums)) in acc.iter_mut().zip(&sums).enumerate() {
+                let d = _mm512_load_ps(tiles[t * nb + b].d.as_ptr());
+                for r in 0..R {
+                    let dy = _mm512_set1_ps(act[r * nb + b].d);
+                    acc[r] =
+                        _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r]), _mm512_mul_ps(d, dy), acc[r]);
+                }
+            }
+        }
+        for (t, acc) in acc.iter().enumerate() {
+            for (r, acc) in acc.iter().enumerate() {
+                _mm512_storeu_ps(out.add(r * stride + t * TILE), *acc);
+            }
+        }
+    }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -317,6 +435,10 @@ mod kernel {
     use super::{Act, TileBlock};
 
     pub(super) unsafe fn tiles(_: &[TileBlock], _: usize, _: &[Act], _: &mut [f32]) {
+        unreachable!("TiledQ8 is built only where `available()`")
+    }
+
+    pub(super) unsafe fn rows(_: &[TileBlock], _: usize, _: &[Act], _: *mut f32, _: usize) {
         unreachable!("TiledQ8 is built only where `available()`")
     }
 }
@@ -371,7 +493,8 @@ mod tests {
         ] {
             let q = QTensor::quantize(&matrix(n, k, 3), dtype).unwrap();
             let tiled = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
-            for rows in [1, 3] {
+            // 1: the one-row kernel; 3, 6, 9: the multi-row kernel with partial groups.
+            for rows in [1, 3, 6, 9] {
                 let x: Vec<f32> = (0..rows * k)
                     .map(|i| ((i * 31 % 17) as f32 - 8.0) / 4.0)
                     .collect();
