@@ -153,7 +153,7 @@ impl Decoder {
             .collect::<Result<Vec<_>>>()?;
         let (layers, reports): (Vec<Layer>, Vec<WeightReport>) = loaded.into_iter().unzip();
         let mut report = WeightReport::merged(reports);
-        report.prefill_f32 = prefill_f32;
+        report.prefill_f32 = layers.iter().any(|l| l.wqkv.has_prefill_copy());
         let out_norm = src.get("output_norm.weight")?;
         // Tied embeddings (SmolLM2, Qwen2.5 0.5B in some files) have no output.weight. The
         // output layer runs once per step on one row: never an f32 copy.

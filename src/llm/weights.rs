@@ -8,9 +8,11 @@
 //! 4–5-bit source. On CPUs with AVX-512 VNNI, Q8_0 and Q5_0 layers and those re-quantized
 //! go to `tiled_q8` instead (Q5_0 exactly, the others as Q8_0). What was re-quantized is
 //! counted in `WeightReport` and shown by `sextant bench generate`. f32 copies for prompt
-//! processing are kept only while they fit the memory budget (`PREFILL_F32_BUDGET`): they
-//! make a 135M model's prompts several times faster, but would cost 2 GB for a 0.5B model,
-//! which instead dequantizes each weight for the duration of one prompt-sized matmul.
+//! processing are kept only while they fit the memory budget (`PREFILL_F32_BUDGET`) and the
+//! layer is not tiled: they make a 135M model's prompts several times faster than
+//! candle's quantized matmul, but would cost 2 GB for a 0.5B model, which instead
+//! dequantizes each weight for the duration of one prompt-sized matmul. Tiled layers
+//! multiply prompts themselves, faster than either.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -252,7 +254,15 @@ impl Linear {
                 .sum::<candle_core::Result<usize>>()?,
             parts[0].shape().dims2()?.1,
         );
-        let prefill = if prefill_f32 {
+        // Tiles multiply prompts themselves, faster than an f32 copy does, but from 8-bit
+        // weights: where the file's type converts exactly (Q5_0, Q8_0) no copy is made
+        // unless asked for (`SEXTANT_PREFILL_F32=1`). SmolLM2's Q4_1 re-quantized would
+        // prompt at 591–610 tok/s against 450 and peak at 333 MB instead of 746 (512
+        // tokens, 2 threads), but 114 instead of 117 of 120 greedy steps then chose
+        // llama.cpp's token (`tests/reference.rs`), so its copies stay.
+        let exact = dtypes.iter().all(|&t| tiled_q8::exact_from(t));
+        let copy = !tiles || !exact || opts.prefill_f32 == Some(true);
+        let prefill = if prefill_f32 && copy {
             Some(dense(&parts)?)
         } else {
             None
@@ -323,6 +333,11 @@ impl Linear {
             decode_k,
             bias,
         })
+    }
+
+    /// Whether prompts use an f32 copy of the weight.
+    pub fn has_prefill_copy(&self) -> bool {
+        self.prefill.is_some()
     }
 
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
