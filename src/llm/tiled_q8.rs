@@ -1,4 +1,6 @@
-//! Q8_0 weights in tiles of 16 rows, multiplied by one activation row with AVX-512 VNNI.
+//! Q8_0 weights in tiles of 16 rows, multiplied by activation rows with AVX-512 VNNI: one
+//! row at a time when decoding, four at a time for a prompt (each loaded weight group
+//! serves the four).
 //!
 //! candle's matmul asks a block type for at most four rows at a time, so a Q5_0 or Q8_0
 //! weight costs about ten instructions per 32 multiply-adds a row (decode, `maddubs`,
