@@ -12,6 +12,7 @@ use candle_core::{Device, Tensor};
 
 use super::config::{DecoderConfig, Variant};
 use super::decoder::Decoder;
+use super::sampling::{Sampler, SamplingParams};
 use super::weights::WeightSource;
 use super::{CausalLm, LoadOptions};
 
@@ -196,18 +197,14 @@ pub fn speed(model: &mut dyn CausalLm, prompt_tokens: usize, gen_tokens: usize) 
     })
 }
 
+/// The highest logit's token: greedy decoding as `sampling` does it (temperature 0, no
+/// penalties).
 fn argmax(logits: &[f32]) -> u32 {
-    logits
-        .iter()
-        .enumerate()
-        .fold((0, f32::NEG_INFINITY), |best, (i, &v)| {
-            if v > best.1 {
-                (i, v)
-            } else {
-                best
-            }
-        })
-        .0 as u32
+    let greedy = SamplingParams {
+        temperature: 0.0,
+        ..SamplingParams::default()
+    };
+    Sampler::new(greedy).sample(logits).unwrap_or(0)
 }
 
 /// The shape of a named GGUF tensor of a decoder of this config (the weight sources of

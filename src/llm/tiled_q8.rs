@@ -159,7 +159,7 @@ impl TiledQ8 {
     }
 
     /// `x · Wᵀ` for `m` activation rows: each weight group loaded once serves four rows
-    /// (a prompt's product, without the f32 copy of the weight that `dequantize` makes).
+    /// (a prompt's product, with no f32 copy of the weight).
     fn gemm(&self, xs: &[f32], m: usize, out: &mut [f32]) {
         let nb = self.k / QK;
         let act: Vec<Act> = xs
