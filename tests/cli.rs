@@ -248,6 +248,8 @@ fn ingest_then_search_json_finds_the_rollback_section_first() {
         ("questions", 8.0),
         ("answerable", 4.0),
         ("hit_at_k", 1.0),
+        // Three expected files ranked first, one second: (3 + 1/2) / 4.
+        ("expected_file_mrr", 0.875),
         ("cited_expected_file", 0.5),
         ("keyword_share", 0.5),
         ("keyword_retrieved", 1.0),
@@ -263,7 +265,18 @@ fn ingest_then_search_json_finds_the_rollback_section_first() {
             "{figure}: {got} ≠ {expected}\n{f:#}"
         );
     }
-    assert_eq!(runs[0]["questions"].as_array().unwrap().len(), 8);
+    let questions = runs[0]["questions"].as_array().unwrap();
+    assert_eq!(questions.len(), 8);
+    // Each question lists what it retrieved, best first, as `file § section`.
+    let first = &questions[0];
+    assert_eq!(first["retrieved"].as_array().unwrap().len(), 8, "{first:#}");
+    assert!(
+        first["retrieved"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("operations/rollbacks.md § "),
+        "{first:#}"
+    );
     // A malformed set is named with its line.
     let bad = out.path().join("bad.jsonl");
     std::fs::write(

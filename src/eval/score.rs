@@ -75,6 +75,11 @@ pub struct Scored {
     pub answer: String,
     /// Answerable: the expected file was retrieved.
     pub retrieved_expected: bool,
+    /// Answerable: the 1-based rank of the first retrieved chunk of the expected file
+    /// (the answer modes read the first few, so rank matters beyond hit@k).
+    pub expected_rank: Option<usize>,
+    /// The retrieved chunks, best first, as `file § section`: what a miss retrieved.
+    pub retrieved: Vec<String>,
     /// Answerable: the answer cites the expected file.
     pub cited_expected: bool,
     /// Answerable with keywords: the share found in the answer.
@@ -173,6 +178,14 @@ pub fn score(
         kind: q.kind,
         outcome,
         retrieved_expected: answerable && hits.iter().any(|h| h.file == expected),
+        expected_rank: hits
+            .iter()
+            .position(|h| answerable && h.file == expected)
+            .map(|i| i + 1),
+        retrieved: hits
+            .iter()
+            .map(|h| format!("{} § {}", h.file, h.section))
+            .collect(),
         cited_expected: answerable && cited_files.iter().any(|f| f == expected),
         keyword_share,
         keyword_retrieved,
@@ -207,6 +220,9 @@ pub struct Figures {
     pub not_documented: usize,
     pub out_of_domain: usize,
     pub hit_at_k: f64,
+    /// Mean over answerable questions of 1 / the expected file's rank (0 when it was not
+    /// retrieved).
+    pub expected_file_mrr: f64,
     pub cited_expected_file: f64,
     pub keyword_share: f64,
     /// Keyword share of the retrieved chunks: the ceiling of `keyword_share`.
@@ -259,6 +275,15 @@ pub fn summarise(scored: &[Scored], format: AnswerFormat) -> Figures {
                 .count(),
             answerable,
         ),
+        expected_file_mrr: if answerable == 0 {
+            0.0
+        } else {
+            of(QuestionKind::Answerable)
+                .filter_map(|s| s.expected_rank)
+                .map(|r| 1.0 / r as f64)
+                .sum::<f64>()
+                / answerable as f64
+        },
         cited_expected_file: share(
             of(QuestionKind::Answerable)
                 .filter(|s| s.cited_expected)
@@ -300,6 +325,8 @@ mod tests {
             outcome,
             answer: String::new(),
             retrieved_expected: false,
+            expected_rank: None,
+            retrieved: Vec::new(),
             cited_expected: false,
             keyword_share: None,
             keyword_retrieved: None,
@@ -320,6 +347,7 @@ mod tests {
         use QuestionKind as K;
         let mut a1 = scored(K::Answerable, O::Answered);
         a1.retrieved_expected = true;
+        a1.expected_rank = Some(1);
         a1.cited_expected = true;
         a1.keyword_share = Some(1.0);
         a1.sentences = 3;
@@ -328,6 +356,7 @@ mod tests {
         a1.first_words_ms = 40.0;
         let mut a2 = scored(K::Answerable, O::Answered);
         a2.retrieved_expected = true;
+        a2.expected_rank = Some(4);
         a2.keyword_share = Some(0.5);
         a2.sentences = 1;
         a2.invented = vec!["--force".into()];
@@ -349,6 +378,8 @@ mod tests {
         let f = summarise(&all, AnswerFormat::Navigator);
         assert_eq!((f.answerable, f.not_documented, f.out_of_domain), (3, 2, 2));
         assert!((f.hit_at_k - 2.0 / 3.0).abs() < 1e-9);
+        // (1 + 1/4 + 0) / 3: the question whose file was not retrieved counts as 0.
+        assert!((f.expected_file_mrr - 1.25 / 3.0).abs() < 1e-9);
         assert!((f.cited_expected_file - 1.0 / 3.0).abs() < 1e-9);
         assert!((f.keyword_share - 0.5).abs() < 1e-9);
         assert!((f.grounded_share - 0.75).abs() < 1e-9);
