@@ -173,15 +173,16 @@ pub fn score(
         }
         invented.extend(invented_tokens(&text, &evidence));
     }
+    let expected_rank = hits
+        .iter()
+        .position(|h| answerable && h.file == expected)
+        .map(|i| i + 1);
     Ok(Scored {
         id: q.id.clone(),
         kind: q.kind,
         outcome,
-        retrieved_expected: answerable && hits.iter().any(|h| h.file == expected),
-        expected_rank: hits
-            .iter()
-            .position(|h| answerable && h.file == expected)
-            .map(|i| i + 1),
+        retrieved_expected: expected_rank.is_some(),
+        expected_rank,
         retrieved: hits
             .iter()
             .map(|h| format!("{} § {}", h.file, h.section))
