@@ -498,6 +498,16 @@ fn reader_answers_a_documented_question_citing_what_it_quoted() {
         "{r:?}"
     );
     assert!(!r.out_of_domain);
+    // What the model was shown is the numbered passages: the first retrieved chunks.
+    assert!(
+        report.shown_to_model.starts_with(&format!(
+            "[1] {} § {}",
+            report.hits[0].file, report.hits[0].section
+        )),
+        "{}",
+        report.shown_to_model
+    );
+    assert!(!report.shown_to_model.contains("[4] "));
     // Every cited section was retrieved, and the answer names nothing the cited
     // sections lack (the rule replaces such an answer by the quoted sentences).
     for s in &r.sources {

@@ -265,6 +265,9 @@ fn ingest_then_search_json_finds_the_rollback_section_first() {
             "{figure}: {got} ≠ {expected}\n{f:#}"
         );
     }
+    // No model read anything: no kw-read figure.
+    assert!(f["keyword_shown"].is_null(), "{f:#}");
+    assert!(table.contains(" — "), "{table}");
     let questions = runs[0]["questions"].as_array().unwrap();
     assert_eq!(questions.len(), 8);
     // Each question lists what it retrieved, best first, as `file § section`.

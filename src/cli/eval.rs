@@ -158,12 +158,13 @@ fn print_table(args: &EvalArgs, runs: &[ModeRun]) {
         args.k
     );
     println!(
-        "{:<22} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "{:<22} {:>6} {:>6} {:>6} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}",
         "format · mode",
         "hit@k",
         "mrr",
         "cited",
         "kw-found",
+        "kw-read",
         "keywords",
         "grounded",
         "refused",
@@ -178,12 +179,14 @@ fn print_table(args: &EvalArgs, runs: &[ModeRun]) {
     for r in runs {
         let f = &r.figures;
         println!(
-            "{:<22} {:>6.2} {:>6.2} {:>6.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>8} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
+            "{:<22} {:>6.2} {:>6.2} {:>6.2} {:>8.2} {:>7} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>8} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
             format!("{:?} · {:?}", r.format, r.mode).to_lowercase(),
             f.hit_at_k,
             f.expected_file_mrr,
             f.cited_expected_file,
             f.keyword_retrieved,
+            f.keyword_shown
+                .map_or_else(|| "—".to_string(), |k| format!("{k:.2}")),
             f.keyword_share,
             f.grounded_share,
             f.answerable_refused,

@@ -87,6 +87,9 @@ pub struct Scored {
     /// Answerable with keywords: the share found in the retrieved chunks (what any mode
     /// could at best put in the answer).
     pub keyword_retrieved: Option<f64>,
+    /// Answerable with keywords, when a model answered: the share found in the text the
+    /// model was shown (the reader's passages: fewer chunks, and parts of them).
+    pub keyword_shown: Option<f64>,
     pub sentences: usize,
     pub grounded_sentences: usize,
     /// Invented citations and tokens (empty when none).
@@ -144,6 +147,9 @@ pub fn score(
     let retrieved: Vec<&str> = hits.iter().map(|h| h.text.as_str()).collect();
     let keyword_retrieved = (answerable && !q.keywords.is_empty())
         .then(|| share_found(&q.keywords, &retrieved.join("\n")));
+    let shown = &answer.report.shown_to_model;
+    let keyword_shown = (answerable && !q.keywords.is_empty() && !shown.is_empty())
+        .then(|| share_found(&q.keywords, shown));
     let mut sentences = 0;
     let mut grounded_sentences = 0;
     let mut invented = Vec::new();
@@ -190,6 +196,7 @@ pub fn score(
         cited_expected: answerable && cited_files.iter().any(|f| f == expected),
         keyword_share,
         keyword_retrieved,
+        keyword_shown,
         sentences,
         grounded_sentences,
         invented,
@@ -228,6 +235,9 @@ pub struct Figures {
     pub keyword_share: f64,
     /// Keyword share of the retrieved chunks: the ceiling of `keyword_share`.
     pub keyword_retrieved: f64,
+    /// Keyword share of the text the model was shown, over the questions it was shown
+    /// any (`None` for a mode with no model).
+    pub keyword_shown: Option<f64>,
     pub grounded_share: f64,
     /// Answerable questions refused (said not documented or out of domain).
     pub answerable_refused: f64,
@@ -293,6 +303,10 @@ pub fn summarise(scored: &[Scored], format: AnswerFormat) -> Figures {
         ),
         keyword_share: mean(scored.iter().filter_map(|s| s.keyword_share).collect()),
         keyword_retrieved: mean(scored.iter().filter_map(|s| s.keyword_retrieved).collect()),
+        keyword_shown: {
+            let shown: Vec<f64> = scored.iter().filter_map(|s| s.keyword_shown).collect();
+            (!shown.is_empty()).then(|| mean(shown))
+        },
         grounded_share: share(grounded, sentences),
         answerable_refused: share(
             of(QuestionKind::Answerable)
@@ -331,6 +345,7 @@ mod tests {
             cited_expected: false,
             keyword_share: None,
             keyword_retrieved: None,
+            keyword_shown: None,
             sentences: 0,
             grounded_sentences: 0,
             invented: Vec::new(),
@@ -351,6 +366,7 @@ mod tests {
         a1.expected_rank = Some(1);
         a1.cited_expected = true;
         a1.keyword_share = Some(1.0);
+        a1.keyword_shown = Some(1.0);
         a1.sentences = 3;
         a1.grounded_sentences = 3;
         a1.latency_ms = 100.0;
@@ -359,6 +375,7 @@ mod tests {
         a2.retrieved_expected = true;
         a2.expected_rank = Some(4);
         a2.keyword_share = Some(0.5);
+        a2.keyword_shown = Some(0.0);
         a2.sentences = 1;
         a2.invented = vec!["--force".into()];
         a2.latency_ms = 300.0;
@@ -383,6 +400,8 @@ mod tests {
         assert!((f.expected_file_mrr - 1.25 / 3.0).abs() < 1e-9);
         assert!((f.cited_expected_file - 1.0 / 3.0).abs() < 1e-9);
         assert!((f.keyword_share - 0.5).abs() < 1e-9);
+        // Over the two questions the model was shown text for; a3 was refused unread.
+        assert_eq!(f.keyword_shown, Some(0.5));
         assert!((f.grounded_share - 0.75).abs() < 1e-9);
         assert!((f.answerable_refused - 1.0 / 3.0).abs() < 1e-9);
         assert!((f.not_documented_honesty - 0.5).abs() < 1e-9);
@@ -393,5 +412,10 @@ mod tests {
         // RAG cannot say out of domain: any refusal of an out-of-domain question counts.
         let f = summarise(&all, AnswerFormat::Rag);
         assert!((f.out_of_domain_accuracy - 1.0).abs() < 1e-9);
+        for s in &mut all {
+            s.keyword_shown = None;
+        }
+        let f = summarise(&all, AnswerFormat::Navigator);
+        assert_eq!(f.keyword_shown, None, "no model, no figure");
     }
 }

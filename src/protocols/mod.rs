@@ -197,6 +197,11 @@ pub struct Report {
     pub notes: Vec<String>,
     /// The schema handed to the decoder, when the LLM ran.
     pub decoder_schema: Option<Value>,
+    /// The documentation text the model was shown to answer from (the reader's passages,
+    /// the candidate sentences, the chunks): what its answer can draw on. Empty when no
+    /// model answered.
+    #[serde(skip)]
+    pub shown_to_model: String,
     /// The retrieved chunks (with file and anchor, which the response formats omit), so
     /// a UI can turn cited ids and sections into links.
     #[serde(skip)]

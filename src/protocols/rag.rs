@@ -114,6 +114,7 @@ impl Pending for PendingRag {
                     .collect::<Vec<_>>()
                     .join("\n\n");
                 let user = format!("Context:\n{context}\n\nQuestion: {}", ev.question);
+                report.shown_to_model = context;
                 let watched = ("final_answer", &mut *watch);
                 let v = llm_object_watched(llm, LLM_SYSTEM, &user, schema, &mut report, watched)?;
                 v["final_answer"]

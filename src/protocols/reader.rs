@@ -185,10 +185,10 @@ pub fn read(
     watch: &mut Watch,
 ) -> Result<Reading> {
     let passages = passages(ev);
+    report.shown_to_model = listing(ev, &passages);
     let user = format!(
         "Passages:\n{}\n\nQuestion: {}",
-        listing(ev, &passages),
-        ev.question
+        report.shown_to_model, ev.question
     );
     let schema = schema(passages.len());
     let v = llm_object_watched(llm, SYSTEM, &user, schema, report, ("answer", watch))?;

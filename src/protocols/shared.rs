@@ -95,12 +95,12 @@ pub(crate) fn grounded_answer<'e>(
         "type": "object", "additionalProperties": false, "required": [field],
         "properties": {field: {"type": "string", "pattern": answer_pattern(&cands, MAX_SENTENCES)}}
     });
+    report.shown_to_model = evidence_listing(ev, &cands);
     let user = format!(
         "Sentences from the documentation:\n{}\n\nQuestion: {}\n\
          Answer with the sentence or sentences above that answer the question, most \
          important first, copied exactly.",
-        evidence_listing(ev, &cands),
-        ev.question
+        report.shown_to_model, ev.question
     );
     let v = llm_object_watched(llm, system, &user, schema, report, (field, watch))?;
     let answer = v[field].as_str().unwrap_or_default().trim().to_string();

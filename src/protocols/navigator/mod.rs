@@ -278,11 +278,11 @@ impl Pending for PendingNavigator {
                 let cands = candidates(&ev, CANDIDATES);
                 let answer_schema = json!({"type": "string", "minLength": 1, "maxLength": 400});
                 let schema = decoder_schema(&ev.hits, answer_schema);
+                report.shown_to_model = evidence_listing(&ev, &cands);
                 let user = format!(
                     "Documentation sentences, with their file and section:\n{}\n\nQuestion: {}\n\
                      Answer from these sentences only, then cite the file and section of each one you used.",
-                    evidence_listing(&ev, &cands),
-                    ev.question
+                    report.shown_to_model, ev.question
                 );
                 let watched = ("answer", &mut *watch);
                 let v = llm_object_watched(llm, SYSTEM, &user, schema, &mut report, watched)?;
