@@ -64,13 +64,21 @@ pub fn units(text: &str) -> Vec<Unit> {
                 .take_while(|l| l.0.trim().is_empty())
                 .count();
             let before = lines.len() - blanks;
-            if before > 0 && lines[before - 1].0.trim_end().ends_with(':') {
+            if before > 0 && introduces_code(&lines[before - 1].0) {
                 lines.truncate(before);
+                split_off_last_sentence(&mut lines);
             }
         }
         let sep = if fence.is_some() { '\n' } else { ' ' };
+        let introduced = |prev: &str| {
+            if fence.is_some() {
+                introduces_code(prev)
+            } else {
+                prev.trim_end().ends_with(':') && !prev.contains("```")
+            }
+        };
         match lines.last_mut() {
-            Some((prev, source)) if prev.trim_end().ends_with(':') && !prev.contains("```") => {
+            Some((prev, source)) if introduced(prev) => {
                 prev.truncate(prev.trim_end().len());
                 prev.push(sep);
                 prev.push_str(if fence.is_some() { line } else { line.trim() });
@@ -159,6 +167,48 @@ pub fn units(text: &str) -> Vec<Unit> {
         }
     }
     out
+}
+
+/// Whether `line` introduces the code block after it: it ends with ':' or stops
+/// mid-sentence, as manual pages introduce their examples ("If that version works
+/// correctly, type", "you might use"; then not a heading, list item, table row, option
+/// or definition).
+fn introduces_code(line: &str) -> bool {
+    let l = line.trim();
+    if l.contains("```") {
+        return false;
+    }
+    l.ends_with(':')
+        || (!is_list_item(l)
+            && !l.starts_with(['|', ':', '#'])
+            && !is_option_line(l)
+            && l.ends_with(|c: char| c == ',' || c.is_alphanumeric()))
+}
+
+/// Keeps only the last sentence of the last line as the introduction of the code block
+/// that follows: the line's earlier sentences become a line of their own, so they stay
+/// sentences rather than a preamble to the code.
+fn split_off_last_sentence(lines: &mut Vec<(String, String)>) {
+    let Some((line, source)) = lines.last() else {
+        return;
+    };
+    // A line joined from several (its source differs), a definition or a list item is
+    // left whole: its parts belong together.
+    if line != source || line.trim_start().starts_with(": ") || is_list_item(line) {
+        return;
+    }
+    let sentences = line_sentences(line);
+    let Some(last) = sentences.last().filter(|_| sentences.len() > 1) else {
+        return;
+    };
+    let start = last.as_ptr() as usize - line.as_ptr() as usize;
+    let (earlier, intro) = (
+        line[..start].trim_end().to_string(),
+        line[start..].to_string(),
+    );
+    lines.pop();
+    lines.push((earlier.clone(), earlier));
+    lines.push((intro.clone(), intro));
 }
 
 /// A line's sentences: it ends one at `.`, `!` or `?` before a space, unless the next
@@ -314,6 +364,35 @@ mod tests {
                 "-k, --keep-index: All changes already added to the index are left intact.",
                 "-q: Quiet. Suppress feedback messages.",
                 "- a markdown list item that is long enough"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_sentence_that_stops_before_a_code_block_introduces_it() {
+        let s = split_sentences(
+            "You should now test it. If that version works correctly, type\n\n```\n\
+             $ git bisect good\n```\n\nThat is how a good commit is marked.\n\n\
+             - a list item that is long enough\n\n```\nmake install DESTDIR=/tmp/x\n```",
+        );
+        assert_eq!(
+            s,
+            vec![
+                "You should now test it.",
+                "If that version works correctly, type\n```\n$ git bisect good\n```",
+                "That is how a good commit is marked.",
+                "- a list item that is long enough",
+                "```\nmake install DESTDIR=/tmp/x\n```"
+            ]
+        );
+        // A finished sentence does not introduce the block after it.
+        let s =
+            split_sentences("That is all there is to say.\n\n```\nmake install DESTDIR=/x\n```");
+        assert_eq!(
+            s,
+            vec![
+                "That is all there is to say.",
+                "```\nmake install DESTDIR=/x\n```"
             ]
         );
     }
