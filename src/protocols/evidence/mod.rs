@@ -182,8 +182,15 @@ impl Evidence {
         }
     }
 
+    /// Refused and far from the KB's topics, unless all that refused it is a name the KB
+    /// mentions elsewhere while the best chunk clears the answerable bar ("I'm on
+    /// Windows…": the KB speaks of Windows, the retrieved sections do not). Such a
+    /// question is in the KB's world: not documented, not out of domain.
     pub fn out_of_domain(&self) -> bool {
-        !self.answerable() && self.domain_score < DOMAIN_MIN_SCORE
+        let names_the_kb_knows = self.unknown_terms.is_empty()
+            && !self.unretrieved_terms.is_empty()
+            && self.best_score >= ANSWERABLE_MIN_SCORE;
+        !self.answerable() && self.domain_score < DOMAIN_MIN_SCORE && !names_the_kb_knows
     }
 }
 
@@ -215,6 +222,26 @@ pub fn overlap_share(words: &[String], text: &str) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_the_kb_mentions_elsewhere_is_not_out_of_domain() {
+        let ev = |best_score, unknown: &[&str], unretrieved: &[&str]| Evidence {
+            question: "q".into(),
+            hits: Vec::new(),
+            best_score,
+            sentences: Vec::new(),
+            domain_score: DOMAIN_MIN_SCORE - 0.05,
+            domain: Domain::default(),
+            unknown_terms: unknown.iter().map(|s| s.to_string()).collect(),
+            unretrieved_terms: unretrieved.iter().map(|s| s.to_string()).collect(),
+        };
+        let windows = ev(ANSWERABLE_MIN_SCORE + 0.05, &[], &["Windows"]);
+        assert!(!windows.answerable() && !windows.out_of_domain());
+        // A name no document mentions, or a weak best chunk, is still out of domain.
+        assert!(ev(ANSWERABLE_MIN_SCORE + 0.05, &["Lightroom"], &[]).out_of_domain());
+        assert!(ev(ANSWERABLE_MIN_SCORE - 0.05, &[], &["Windows"]).out_of_domain());
+        assert!(ev(ANSWERABLE_MIN_SCORE - 0.05, &[], &[]).out_of_domain());
+    }
 
     #[test]
     fn content_words_drop_stopwords() {
