@@ -265,6 +265,11 @@ fn ingest_then_search_json_finds_the_rollback_section_first() {
             "{figure}: {got} ≠ {expected}\n{f:#}"
         );
     }
+    // Each targeted share comes with its 95 % interval, around it.
+    let cited = &f["intervals"]["cited_expected_file"];
+    let (lo, hi) = (cited[0].as_f64().unwrap(), cited[1].as_f64().unwrap());
+    assert!(lo < 0.5 && 0.5 < hi && hi <= 1.0, "{f:#}");
+    assert!(table.contains("95 % intervals"), "{table}");
     // No model read anything: no kw-read figure.
     assert!(f["keyword_shown"].is_null(), "{f:#}");
     assert!(table.contains(" — "), "{table}");

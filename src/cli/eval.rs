@@ -199,4 +199,17 @@ fn print_table(args: &EvalArgs, runs: &[ModeRun]) {
             f.first_words_p95_ms / 1e3
         );
     }
+    println!("95 % intervals (the question counts say no more than this):");
+    for r in runs {
+        let i = &r.figures.intervals;
+        let span = |(lo, hi): (f64, f64)| format!("{lo:.2}–{hi:.2}");
+        println!(
+            "  {:<22} cited {} · keywords {} · honesty {} · ood {}",
+            format!("{:?} · {:?}", r.format, r.mode).to_lowercase(),
+            span(i.cited_expected_file),
+            span(i.keyword_share),
+            span(i.not_documented_honesty),
+            span(i.out_of_domain_accuracy)
+        );
+    }
 }

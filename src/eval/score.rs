@@ -24,7 +24,7 @@ use crate::kb::KnowledgeBase;
 use crate::protocols::checks::invented_tokens;
 use crate::protocols::evidence::{content_words, overlap_share, split_sentences};
 use crate::protocols::{rag, Answer, AnswerFormat};
-use crate::stats::percentile;
+use crate::stats::{percentile, share_mean_interval, wilson_interval};
 
 /// Share of a sentence's content words that must occur in the retrieved sections for the
 /// sentence to count as grounded: a sentence copied or closely paraphrased passes, one
@@ -249,6 +249,18 @@ pub struct Figures {
     pub latency_p95_ms: f64,
     pub first_words_p50_ms: f64,
     pub first_words_p95_ms: f64,
+    /// 95 % intervals of the targeted shares: what the question counts allow one to say.
+    pub intervals: Intervals,
+}
+
+/// 95 % intervals `(low, high)` of a run's shares: Wilson's for counted shares, the normal
+/// approximation for the mean keyword share.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Intervals {
+    pub cited_expected_file: (f64, f64),
+    pub keyword_share: (f64, f64),
+    pub not_documented_honesty: (f64, f64),
+    pub out_of_domain_accuracy: (f64, f64),
 }
 
 /// The run's figures; a share over no questions is 0.
@@ -273,6 +285,13 @@ pub fn summarise(scored: &[Scored], format: AnswerFormat) -> Figures {
             AnswerFormat::Rag => s.outcome != Outcome::Answered,
         })
         .count();
+    let cited = of(QuestionKind::Answerable)
+        .filter(|s| s.cited_expected)
+        .count();
+    let keywords: Vec<f64> = scored.iter().filter_map(|s| s.keyword_share).collect();
+    let honest = of(QuestionKind::NotDocumented)
+        .filter(|s| s.outcome == Outcome::NotDocumented)
+        .count();
     let latencies: Vec<f64> = scored.iter().map(|s| s.latency_ms).collect();
     let first_words: Vec<f64> = scored.iter().map(|s| s.first_words_ms).collect();
     Figures {
@@ -295,13 +314,8 @@ pub fn summarise(scored: &[Scored], format: AnswerFormat) -> Figures {
                 .sum::<f64>()
                 / answerable as f64
         },
-        cited_expected_file: share(
-            of(QuestionKind::Answerable)
-                .filter(|s| s.cited_expected)
-                .count(),
-            answerable,
-        ),
-        keyword_share: mean(scored.iter().filter_map(|s| s.keyword_share).collect()),
+        cited_expected_file: share(cited, answerable),
+        keyword_share: mean(keywords.clone()),
         keyword_retrieved: mean(scored.iter().filter_map(|s| s.keyword_retrieved).collect()),
         keyword_shown: {
             let shown: Vec<f64> = scored.iter().filter_map(|s| s.keyword_shown).collect();
@@ -314,18 +328,19 @@ pub fn summarise(scored: &[Scored], format: AnswerFormat) -> Figures {
                 .count(),
             answerable,
         ),
-        not_documented_honesty: share(
-            of(QuestionKind::NotDocumented)
-                .filter(|s| s.outcome == Outcome::NotDocumented)
-                .count(),
-            not_documented,
-        ),
+        not_documented_honesty: share(honest, not_documented),
         out_of_domain_accuracy: share(ood_ok, out_of_domain),
         invented_answers: scored.iter().filter(|s| !s.invented.is_empty()).count(),
         latency_p50_ms: percentile(latencies.clone(), 0.5),
         latency_p95_ms: percentile(latencies, 0.95),
         first_words_p50_ms: percentile(first_words.clone(), 0.5),
         first_words_p95_ms: percentile(first_words, 0.95),
+        intervals: Intervals {
+            cited_expected_file: wilson_interval(cited, answerable),
+            keyword_share: share_mean_interval(&keywords),
+            not_documented_honesty: wilson_interval(honest, not_documented),
+            out_of_domain_accuracy: wilson_interval(ood_ok, out_of_domain),
+        },
     }
 }
 
@@ -409,6 +424,13 @@ mod tests {
         assert_eq!(f.invented_answers, 1);
         assert_eq!((f.latency_p50_ms, f.latency_p95_ms), (50.0, 300.0));
         assert_eq!((f.first_words_p50_ms, f.first_words_p95_ms), (50.0, 200.0));
+        // 1 of 3 cited, 1 of 2 honest: Wilson's intervals of those counts.
+        assert_eq!(f.intervals.cited_expected_file, wilson_interval(1, 3));
+        assert_eq!(f.intervals.not_documented_honesty, wilson_interval(1, 2));
+        assert_eq!(
+            f.intervals.keyword_share,
+            share_mean_interval(&[1.0, 0.5, 0.0])
+        );
         // RAG cannot say out of domain: any refusal of an out-of-domain question counts.
         let f = summarise(&all, AnswerFormat::Rag);
         assert!((f.out_of_domain_accuracy - 1.0).abs() < 1e-9);
