@@ -201,7 +201,8 @@ fn split_off_last_sentence(lines: &mut Vec<(String, String)>) {
     let Some(last) = sentences.last().filter(|_| sentences.len() > 1) else {
         return;
     };
-    let start = last.as_ptr() as usize - line.as_ptr() as usize;
+    // The last sentence is the line's end: its last occurrence.
+    let start = line.rfind(last).unwrap_or(0);
     let (earlier, intro) = (
         line[..start].trim_end().to_string(),
         line[start..].to_string(),
