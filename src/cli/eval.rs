@@ -145,6 +145,11 @@ pub fn run(ctx: &Ctx, args: EvalArgs) -> Result<()> {
     Ok(())
 }
 
+/// A run's name as the table prints it: "navigator · reader".
+fn run_name(r: &ModeRun) -> String {
+    format!("{:?} · {:?}", r.format, r.mode).to_lowercase()
+}
+
 fn print_table(args: &EvalArgs, runs: &[ModeRun]) {
     let f0 = &runs[0].figures;
     println!(
@@ -180,7 +185,7 @@ fn print_table(args: &EvalArgs, runs: &[ModeRun]) {
         let f = &r.figures;
         println!(
             "{:<22} {:>6.2} {:>6.2} {:>6.2} {:>8.2} {:>7} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>8} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
-            format!("{:?} · {:?}", r.format, r.mode).to_lowercase(),
+            run_name(r),
             f.hit_at_k,
             f.expected_file_mrr,
             f.cited_expected_file,
@@ -205,7 +210,7 @@ fn print_table(args: &EvalArgs, runs: &[ModeRun]) {
         let span = |(lo, hi): (f64, f64)| format!("{lo:.2}–{hi:.2}");
         println!(
             "  {:<22} cited {} · keywords {} · honesty {} · ood {}",
-            format!("{:?} · {:?}", r.format, r.mode).to_lowercase(),
+            run_name(r),
             span(i.cited_expected_file),
             span(i.keyword_share),
             span(i.not_documented_honesty),

@@ -24,7 +24,7 @@ use crate::kb::KnowledgeBase;
 use crate::protocols::checks::invented_tokens;
 use crate::protocols::evidence::{content_words, overlap_share, split_sentences};
 use crate::protocols::{rag, Answer, AnswerFormat};
-use crate::stats::{percentile, share_mean_interval, wilson_interval};
+use crate::stats::{mean, percentile, share_mean_interval, wilson_interval};
 
 /// Share of a sentence's content words that must occur in the retrieved sections for the
 /// sentence to count as grounded: a sentence copied or closely paraphrased passes, one
@@ -270,13 +270,6 @@ pub fn summarise(scored: &[Scored], format: AnswerFormat) -> Figures {
     let answerable = of(QuestionKind::Answerable).count();
     let not_documented = of(QuestionKind::NotDocumented).count();
     let out_of_domain = of(QuestionKind::OutOfDomain).count();
-    let mean = |xs: Vec<f64>| {
-        if xs.is_empty() {
-            0.0
-        } else {
-            xs.iter().sum::<f64>() / xs.len() as f64
-        }
-    };
     let sentences: usize = scored.iter().map(|s| s.sentences).sum();
     let grounded: usize = scored.iter().map(|s| s.grounded_sentences).sum();
     let ood_ok = of(QuestionKind::OutOfDomain)
@@ -315,11 +308,16 @@ pub fn summarise(scored: &[Scored], format: AnswerFormat) -> Figures {
                 / answerable as f64
         },
         cited_expected_file: share(cited, answerable),
-        keyword_share: mean(keywords.clone()),
-        keyword_retrieved: mean(scored.iter().filter_map(|s| s.keyword_retrieved).collect()),
+        keyword_share: mean(&keywords),
+        keyword_retrieved: mean(
+            &scored
+                .iter()
+                .filter_map(|s| s.keyword_retrieved)
+                .collect::<Vec<_>>(),
+        ),
         keyword_shown: {
             let shown: Vec<f64> = scored.iter().filter_map(|s| s.keyword_shown).collect();
-            (!shown.is_empty()).then(|| mean(shown))
+            (!shown.is_empty()).then(|| mean(&shown))
         },
         grounded_share: share(grounded, sentences),
         answerable_refused: share(
