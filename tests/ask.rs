@@ -61,12 +61,15 @@ fn navigate(q: &str, mode: AnswerMode) -> NavigatorResponse {
     } else {
         None
     };
-    let (r, report) = navigator::answer(&kb, llm, q, 5, mode).unwrap();
+    let (r, report) = navigator::prepare(&kb, q, 5, mode)
+        .unwrap()
+        .complete(llm)
+        .unwrap();
     let v = serde_json::to_value(&r).unwrap();
     schema_valid(SchemaId::NavigatorResponse.builtin().json, &v);
     for s in &r.sources {
         assert!(
-            kb.store.section_exists(&s.file, &s.section).unwrap(),
+            kb.store().section_exists(&s.file, &s.section).unwrap(),
             "{s:?}"
         );
     }
@@ -181,13 +184,14 @@ fn rag_response_ids_scores_and_confidence_follow_the_seed() {
         } else {
             None
         };
-        let (r, report) = rag::answer(
+        let (r, report) = rag::prepare(
             &kb,
-            llm,
             "When does the weekly on-call handover meeting take place?",
             5,
             mode,
         )
+        .unwrap()
+        .complete(llm)
         .unwrap();
         let v = serde_json::to_value(&r).unwrap();
         schema_valid(SchemaId::RagResponse.builtin().json, &v);
@@ -228,13 +232,14 @@ fn rag_response_ids_scores_and_confidence_follow_the_seed() {
 
 #[test]
 fn rag_not_found_when_nothing_relevant() {
-    let (r, _) = rag::answer(
+    let (r, _) = rag::prepare(
         &kb(),
-        None,
         "What is the stock price of Apple?",
         5,
         AnswerMode::Extractive,
     )
+    .unwrap()
+    .complete(None)
     .unwrap();
     assert_eq!(r.final_answer, rag::NOT_FOUND);
     schema_valid(
@@ -267,7 +272,7 @@ fn navigate_to_section_uses_the_real_heading_tree() {
             .find(|x| x.0 == s.as_str().unwrap())
             .unwrap();
         assert!(
-            kb.store
+            kb.store()
                 .section_exists(&node.file, s.as_str().unwrap())
                 .unwrap(),
             "{s}"
@@ -468,8 +473,10 @@ fn reader_answers_a_documented_question_citing_what_it_quoted() {
         let ev = sextant::protocols::evidence::Evidence::gather(&kb, question, 5).unwrap();
         let best = ev.sentences[0].clone();
         let best = (best.text, ev.hits[best.hit].file.clone());
-        let (r, report) =
-            navigator::answer(&kb, Some(&mut llm), question, 5, AnswerMode::Reader).unwrap();
+        let (r, report) = navigator::prepare(&kb, question, 5, AnswerMode::Reader)
+            .unwrap()
+            .complete(Some(&mut llm))
+            .unwrap();
         (r, report, best)
     };
     // The documentation's best sentence follows the answer (unless the answer is made

@@ -93,7 +93,7 @@ fn sample_kb_ingests_with_sections_pages_and_stable_ids() {
     assert!(stats.consistent, "{stats:?}");
     assert_eq!(stats.chunks, stats.vectors);
     // PDF chunks carry their page and the seed's id format; sections come from the outline.
-    let listing = kb.store.chunk_listing().unwrap();
+    let listing = kb.store().chunk_listing().unwrap();
     let pdf: Vec<(String, Option<i64>, String)> = listing
         .iter()
         .filter(|c| c.kind == "pdf")
@@ -211,7 +211,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 
 fn chunk_ids(kb: &KnowledgeBase, file: &str) -> Vec<String> {
     let mut ids: Vec<String> = kb
-        .store
+        .store()
         .chunk_listing()
         .unwrap()
         .into_iter()
@@ -447,7 +447,7 @@ fn code_tables_and_lists_reach_the_reader_as_such_in_every_format() {
         assert!(docx.contains(expected), "docx: {expected} not in\n{docx}");
     }
     // The chunk holding the command holds its whole block, fences included.
-    let chunks = kb.store.chunk_listing().unwrap();
+    let chunks = kb.store().chunk_listing().unwrap();
     for file in ["restore.md", "restore.html"] {
         let chunk = chunks
             .iter()
@@ -514,7 +514,7 @@ fn one_document_is_removed_kept_out_and_restored_by_a_re_index() {
     // Removed: gone from the KB and its search, and left out by the next ingest.
     sextant::kb::documents::remove(&mut kb, "canary-releases.md").unwrap();
     assert!(chunk_ids(&kb, "canary-releases.md").is_empty());
-    let listed = kb.store.list_documents().unwrap();
+    let listed = kb.store().list_documents().unwrap();
     assert!(listed.iter().all(|d| d.path != "canary-releases.md"));
     let hits = search(&kb, "canary release traffic", 10, SearchMode::Hybrid).unwrap();
     assert!(

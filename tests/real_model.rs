@@ -7,8 +7,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use serde_json::Value;
 use sextant::llm::chat_template::Message;
-use sextant::llm::gguf::GgufFile;
 use sextant::llm::{tokenizer, Llm, LoadOptions};
+use sextant::models::gguf::GgufFile;
 use sextant::models::{ModelError, ModelStore, Role, VerifiedModel};
 use sextant::schemas::BUILTIN;
 use sextant::structured::{generate_structured, OutputSpec, StructuredError, StructuredRequest};

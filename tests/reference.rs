@@ -170,7 +170,7 @@ fn gemma_3_270m_matches_llama_cpp() {
 #[test]
 fn synthetic_shapes_are_the_default_files_shapes() {
     use sextant::llm::decoder::DecoderConfig;
-    use sextant::llm::gguf::GgufFile;
+    use sextant::models::gguf::GgufFile;
     for shape in sextant::llm::synthetic::default_shapes() {
         let model = ModelStore::open(None)
             .resolve(Role::Llm, Some(shape.name))

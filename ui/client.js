@@ -19,8 +19,8 @@
 
 const TOKEN_KEY = "sextant.token";
 
-// The protocol routes and the engine request each one makes (src/server/mod.rs keeps the
-// same table for HTTP).
+// The protocol routes and the engine request each one makes. src/server/mod.rs keeps the
+// same table for HTTP; its test `the_ui_route_table_is_the_servers` fails when they differ.
 const ROUTE_OPS = {
   "GET /api/health": "health",
   "GET /api/kb": "kb",
@@ -35,6 +35,7 @@ const ROUTE_OPS = {
   "POST /api/document/remove": "remove_document",
   "POST /api/sample-kb": "sample_kb",
   "POST /api/document/reindex": "reindex_document",
+  "GET /api/section": "section",
   "POST /api/search": "search",
   "POST /api/ask": "ask",
   "POST /api/navigate": "navigate",

@@ -3,8 +3,8 @@
 use anyhow::Result;
 use clap::Args;
 
-use sextant::protocols::section_tool::{self, HeadingTree};
-use sextant::protocols::{prepare_ask, AnswerFormat, AnswerMode, AskRequest, Report};
+use sextant::protocols::{AnswerFormat, AnswerMode, Report};
+use sextant::service::AskParams;
 
 use super::{Ctx, KbArg};
 
@@ -12,15 +12,16 @@ use super::{Ctx, KbArg};
 pub struct AskArgs {
     #[command(flatten)]
     kb: KbArg,
-    #[arg(long, value_enum, default_value_t = AnswerFormat::Navigator)]
-    format: AnswerFormat,
+    /// The response format (default: rag, as on every surface).
+    #[arg(long, value_enum)]
+    format: Option<AnswerFormat>,
     /// How the answer text is made (default: reader when the LLM is pulled, else
-    /// extractive; see README, Answers).
+    /// extractive; see docs/ANSWERS.md).
     #[arg(long, value_enum)]
     mode: Option<AnswerMode>,
-    /// Chunks retrieved.
-    #[arg(long, default_value_t = sextant::protocols::DEFAULT_K)]
-    k: usize,
+    /// Chunks retrieved, 1 to 20 (default: 8).
+    #[arg(long)]
+    k: Option<usize>,
     /// Print timings, decisions and the validation report to stderr.
     #[arg(long)]
     explain: bool,
@@ -45,21 +46,19 @@ pub struct NavigateArgs {
 }
 
 pub fn ask(ctx: &Ctx, args: AskArgs) -> Result<()> {
-    let kb = ctx.open_kb(&args.kb)?;
-    let mode = args.mode.unwrap_or_else(|| ctx.default_mode());
-    if args.mode.is_none() && mode == AnswerMode::Extractive {
+    let svc = ctx.service(&args.kb)?;
+    if args.mode.is_none() && !svc.llm_available() {
         eprintln!(
             "note: no LLM in the model store, so the answer is extractive (the best-matching \
              sentences); run `sextant models pull` for answers read by the model"
         );
     }
-    let request = AskRequest {
+    let answer = svc.answer(AskParams {
         question: args.question,
         format: args.format,
-        mode: Some(mode),
+        mode: args.mode,
         k: args.k,
-    };
-    let answer = ctx.finish(prepare_ask(&kb, &request)?)?;
+    })?;
     if args.explain {
         explain(&answer.report)?;
         eprintln!("validation: the object is valid against its schema in schemas/");
@@ -69,19 +68,13 @@ pub fn ask(ctx: &Ctx, args: AskArgs) -> Result<()> {
 }
 
 pub fn navigate(ctx: &Ctx, args: NavigateArgs) -> Result<()> {
-    let kb = ctx.open_kb(&args.kb)?;
+    let svc = ctx.service(&args.kb)?;
     if args.tool_json {
-        let tree = HeadingTree::load(&kb)?;
-        let tool = if args.gemini {
-            tree.gemini_declaration()
-        } else {
-            tree.tool_definition()
-        };
+        let tool = svc.section_tool(args.gemini)?;
         println!("{}", serde_json::to_string_pretty(&tool)?);
         return Ok(());
     }
-    let question = args.question.unwrap_or_default();
-    let (nav, report) = ctx.finish(section_tool::prepare(&kb, &question)?)?;
+    let (nav, report) = svc.navigate(args.question.as_deref().unwrap_or_default())?;
     if args.explain {
         explain(&report)?;
     }

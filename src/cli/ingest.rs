@@ -77,7 +77,7 @@ pub fn run_ingest(
     } else {
         println!(
             "{}: {} added, {} changed, {} removed, {} unchanged, {} skipped; {} chunks embedded in {:.1} s",
-            kb.store.dir().display(),
+            kb.store().dir().display(),
             report.added.len(),
             report.changed.len(),
             report.removed.len(),

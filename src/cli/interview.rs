@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::Value;
 
-use super::Ctx;
+use super::{Ctx, KbArg};
 
 #[derive(Args)]
 pub struct InterviewArgs {
@@ -27,30 +27,28 @@ pub struct InterviewArgs {
 }
 
 pub fn run(ctx: &Ctx, args: InterviewArgs) -> Result<()> {
-    use sextant::protocols::interview::{self, Interview, InterviewOptions};
+    use sextant::protocols::interview::{self, InterviewOptions};
+    use sextant::service::InterviewFile;
     use std::io::{BufRead, Write};
     let opts = InterviewOptions {
         reuse_kv: !args.no_kv_reuse,
         seed: args.seed,
         ..InterviewOptions::default()
     };
-    let model = ctx.llm_model()?;
-    let mut iv = match &args.resume {
-        Some(path) => Interview::resume(path, opts)?,
+    let svc = ctx.service(&KbArg::default())?;
+    let new_path;
+    let file = match &args.resume {
+        Some(path) => InterviewFile::Resume(path),
         None => {
-            let path = args
+            new_path = args
                 .transcript
                 .clone()
                 .unwrap_or_else(interview::default_transcript_path);
-            Interview::create(&path, &model.spec.name, opts)?
+            InterviewFile::New(&new_path)
         }
     };
-    eprintln!("transcript: {}", iv.path.display());
-    if iv.is_finished() {
-        eprintln!("this interview has already finished");
-        return Ok(());
-    }
-    let mut llm = sextant::llm::Llm::load(&model, &sextant::llm::LoadOptions::from_env()?)?;
+    let (id, path) = svc.open_interview(file, opts)?;
+    eprintln!("transcript: {}", path.display());
     let show = |turn: &Value| -> Result<()> {
         let mut out = std::io::stdout().lock();
         if args.json {
@@ -61,14 +59,18 @@ pub fn run(ctx: &Ctx, args: InterviewArgs) -> Result<()> {
         out.flush()?;
         Ok(())
     };
-    if let Some(turn) = iv.waiting_turn() {
-        show(turn)?;
+    // The turn waiting for an answer (a resumed one), or the model's first.
+    let mut step = svc.interview_step(&id, None)?;
+    if step.done {
+        eprintln!("this interview has already finished");
+        return Ok(());
     }
     let mut lines = std::io::stdin().lock().lines();
     loop {
-        if iv.needs_turn() {
-            let (turn, stats) = iv.next_turn(&mut llm)?;
-            tracing::debug!(?stats, "turn");
+        if let Some(turn) = step.turn.take() {
+            if let Some(stats) = &step.stats {
+                tracing::debug!(?stats, "turn");
+            }
             show(&turn)?;
         }
         if !args.json {
@@ -77,7 +79,7 @@ pub fn run(ctx: &Ctx, args: InterviewArgs) -> Result<()> {
         let Some(line) = lines.next() else {
             eprintln!(
                 "\nsaved; continue with: sextant interview --resume {}",
-                iv.path.display()
+                path.display()
             );
             return Ok(());
         };
@@ -86,9 +88,9 @@ pub fn run(ctx: &Ctx, args: InterviewArgs) -> Result<()> {
         if answer.is_empty() {
             continue;
         }
-        iv.answer(answer)?;
-        if iv.is_finished() {
-            eprintln!("interview complete; transcript: {}", iv.path.display());
+        step = svc.interview_step(&id, Some(answer))?;
+        if step.done {
+            eprintln!("interview complete; transcript: {}", path.display());
             return Ok(());
         }
     }

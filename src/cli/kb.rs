@@ -86,8 +86,8 @@ pub fn run(ctx: &Ctx, command: KbCommand) -> Result<()> {
         KbCommand::Stats { kb, json } => stats(ctx, &kb, json),
         KbCommand::List { kb, json } => {
             let kb = ctx.open_kb(&kb)?;
-            let documents = kb.store.list_documents()?;
-            let removed: Vec<String> = kb.store.excluded()?.into_iter().map(|(_, p)| p).collect();
+            let documents = kb.store().list_documents()?;
+            let removed: Vec<String> = kb.store().excluded()?.into_iter().map(|(_, p)| p).collect();
             if json {
                 let out = serde_json::json!({"documents": documents, "removed": removed});
                 println!("{}", serde_json::to_string_pretty(&out)?);

@@ -20,12 +20,8 @@ pub fn run(ctx: &Ctx, args: McpArgs) -> Result<()> {
     let svc = Service::open(
         &ctx.store,
         &OpenOptions {
-            kb: args.kb.kb.clone(),
-            llm: ctx.llm_name.clone(),
-            embedder: args.kb.embedder.clone(),
             parse_isolation: Some(Isolation::current_exe()?),
-            lazy_llm: true,
-            ..OpenOptions::default()
+            ..ctx.open_options(&args.kb)
         },
     )?;
     let rt = tokio::runtime::Builder::new_multi_thread()

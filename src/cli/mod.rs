@@ -23,7 +23,8 @@ use sextant::embed::Embedder;
 use sextant::kb::KnowledgeBase;
 use sextant::llm::{Llm, LoadOptions};
 use sextant::models::{ModelStore, Role, VerifiedModel};
-use sextant::protocols::{AnswerMode, Pending, Step};
+use sextant::protocols::AnswerMode;
+use sextant::service::{OpenOptions, Service};
 
 /// What every command may need: the model store and the `--llm` choice.
 pub struct Ctx {
@@ -55,13 +56,22 @@ impl Ctx {
         Llm::load(&self.llm_model()?, &LoadOptions::from_env()?)
     }
 
-    /// The model's part of a protocol, when its rules left one: the LLM is loaded only
-    /// then.
-    pub fn finish<T, P: Pending<Output = T>>(&self, step: Step<T, P>) -> Result<T> {
-        match step {
-            Step::Done(t) => Ok(t),
-            Step::NeedsLlm(pending) => pending.finish(&mut self.load_llm()?),
+    /// What every command's `Service` opens: the KB and embedder `kb` names and the
+    /// chosen LLM, verified now and loaded by the first request that needs it (an answer
+    /// the rules give alone never loads it).
+    pub fn open_options(&self, kb: &KbArg) -> OpenOptions {
+        OpenOptions {
+            kb: kb.kb.clone(),
+            llm: self.llm_name.clone(),
+            embedder: kb.embedder.clone(),
+            lazy_llm: true,
+            ..OpenOptions::default()
         }
+    }
+
+    /// The engine's front door, opened with `open_options`.
+    pub fn service(&self, kb: &KbArg) -> Result<Service> {
+        Service::open(&self.store, &self.open_options(kb))
     }
 
     pub fn open_kb(&self, arg: &KbArg) -> Result<KnowledgeBase> {
@@ -74,7 +84,7 @@ impl Ctx {
     }
 }
 
-#[derive(Args)]
+#[derive(Args, Default)]
 pub struct KbArg {
     /// Knowledge base: a folder path, or a name under <data dir>/sextant/kb (default: "default").
     #[arg(long, value_name = "DIR|NAME")]

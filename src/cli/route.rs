@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use sextant::protocols::routing::{self, Flow, ForensicSummary};
+use sextant::service::{OpenOptions, Service};
 
-use super::Ctx;
+use super::{Ctx, KbArg};
 
 #[derive(Args)]
 pub struct RouteArgs {
@@ -26,10 +26,6 @@ pub struct RouteArgs {
 }
 
 pub fn run(ctx: &Ctx, args: RouteArgs) -> Result<()> {
-    let flow = match &args.flow {
-        Some(path) => Flow::load(path)?,
-        None => Flow::example(),
-    };
     let text = if args.forensics == "-" {
         let mut s = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
@@ -38,18 +34,22 @@ pub fn run(ctx: &Ctx, args: RouteArgs) -> Result<()> {
         std::fs::read_to_string(&args.forensics)
             .with_context(|| format!("cannot read {}", args.forensics))?
     };
-    let summary = ForensicSummary::parse(&text, &flow)
+    let svc = Service::open(
+        &ctx.store,
+        &OpenOptions {
+            flow: args.flow,
+            run_base: args.run_base,
+            ..ctx.open_options(&KbArg::default())
+        },
+    )?;
+    let routed = svc
+        .route(&text, None)
         .with_context(|| format!("forensic summary {}", args.forensics))?;
-    let (decision, report) = ctx.finish(routing::prepare(&flow, &summary))?;
-    let run_base = args
-        .run_base
-        .unwrap_or_else(|| sextant::data_dir().join("runs"));
-    let log = routing::record(&run_base, &flow, &summary, &decision)?;
     if args.explain {
-        eprintln!("decided by: {}", decision.decided_by);
-        super::ask::explain(&report)?;
-        eprintln!("logged to {}", log.display());
+        eprintln!("decided by: {}", routed.decision.decided_by);
+        super::ask::explain(&routed.report)?;
+        eprintln!("logged to {}", routed.log.display());
     }
-    println!("{}", serde_json::to_string_pretty(&decision)?);
+    println!("{}", serde_json::to_string_pretty(&routed.decision)?);
     Ok(())
 }

@@ -74,14 +74,12 @@ pub fn run(ctx: &Ctx, args: ServeArgs) -> Result<()> {
     let svc = Service::open(
         &ctx.store,
         &OpenOptions {
-            kb: args.kb.kb.clone(),
-            llm: ctx.llm_name.clone(),
-            embedder: args.kb.embedder.clone(),
             flow: args.flow,
             run_base: args.run_base,
             parse_isolation: Some(Isolation::current_exe()?),
             lazy_llm: false,
             watch: args.watch,
+            ..ctx.open_options(&args.kb)
         },
     )?;
     let svc = svc.shared();

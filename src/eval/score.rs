@@ -1,6 +1,6 @@
 //! Scoring one answer against its label, and the figures of a run.
 //!
-//! Definitions (README, Answers):
+//! Definitions (docs/EVALUATION.md):
 //! - **hit@k**: the expected file is among the retrieved chunks (answerable questions);
 //! - **cited expected file**: a navigator answer lists the expected file in `sources`; a
 //!   RAG answer's best retrieved chunk (the one `confidence` is taken from) is in it;
@@ -157,7 +157,7 @@ pub fn score(
         let mut evidence = String::new();
         for h in hits {
             evidence.push_str(&format!("{} § {}\n", h.file, h.section));
-            evidence.push_str(&kb.store.section_text_of(h.key)?);
+            evidence.push_str(&kb.store().section_text_of(h.key)?);
             evidence.push('\n');
         }
         for s in split_sentences(&text) {
@@ -172,7 +172,7 @@ pub fn score(
                     s["file"].as_str().unwrap_or_default(),
                     s["section"].as_str().unwrap_or_default(),
                 );
-                if !kb.store.section_exists(f, sec)? {
+                if !kb.store().section_exists(f, sec)? {
                     invented.push(format!("{f} § {sec}"));
                 }
             }

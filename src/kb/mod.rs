@@ -25,12 +25,60 @@ use store::{Consistency, Store};
 
 /// A knowledge base directory opened with its embedder.
 pub struct KnowledgeBase {
-    pub store: Store,
+    store: Store,
     pub embedder: Arc<Embedder>,
     /// What the consistency check on open found and repaired.
     pub repaired: Consistency,
     /// The KB's domain and its topics' embeddings, computed once per open.
     domain: std::sync::OnceLock<(domain::Domain, Vec<Vec<f32>>)>,
+}
+
+/// The store's writes, for as long as the writer lock is held (`KnowledgeBase::writer`).
+pub struct KbWriter<'a> {
+    store: &'a mut Store,
+    _lock: lock::WriterLock,
+}
+
+impl KbWriter<'_> {
+    /// `Store::replace_document`: a document's rows in one transaction; the new chunks'
+    /// keys, for their vectors.
+    #[allow(clippy::too_many_arguments)]
+    pub fn replace_document(
+        &mut self,
+        root: &str,
+        path: &str,
+        kind: parse::DocKind,
+        title: &str,
+        hash: &str,
+        mtime_ns: i64,
+        size: i64,
+        sections: &[parse::Section],
+        chunks: &[store::NewChunk],
+    ) -> Result<Vec<u64>> {
+        self.store.replace_document(
+            root, path, kind, title, hash, mtime_ns, size, sections, chunks,
+        )
+    }
+
+    pub fn add_vectors(&mut self, keys: &[u64], vectors: &[Vec<f32>]) -> Result<()> {
+        self.store.add_vectors(keys, vectors)
+    }
+
+    /// Writes the vector index to disk (also done when the writer is dropped).
+    pub fn save_index(&mut self) -> Result<()> {
+        self.store.save_index()
+    }
+}
+
+impl Drop for KbWriter<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.store.save_index() {
+            tracing::error!(
+                "{}: saving the vector index: {e:#}",
+                self.store.dir().display()
+            );
+        }
+    }
 }
 
 /// `--kb` resolution: an existing path or anything with a path separator is a directory;
@@ -75,6 +123,29 @@ pub struct KbStats {
 }
 
 impl KnowledgeBase {
+    /// The store's reads (`store/queries.rs`); its writes stay inside `kb`, under the
+    /// writer lock.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Writes outside an ingest (synthetic documents for benchmarks): the writer lock is
+    /// held until the returned writer is dropped, which saves the vector index.
+    pub fn writer(&mut self) -> Result<KbWriter<'_>> {
+        let lock = lock::WriterLock::try_acquire(self.store.dir())?;
+        Ok(KbWriter {
+            store: &mut self.store,
+            _lock: lock,
+        })
+    }
+
+    /// Keeps a setting with the KB (`Store::setting` reads it). The one write made without
+    /// the writer lock: a settings row is no part of the chunks and vectors the lock keeps
+    /// consistent, and a person turning folder following on must not wait for an ingest.
+    pub fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
+        self.store.set_setting(key, value)
+    }
+
     /// Opens (or creates) the KB in `dir`, checks that chunks and vectors agree, and
     /// repairs what a crash left behind: re-embeds chunks without vectors, drops vectors
     /// without chunks.

@@ -4,9 +4,9 @@
 use anyhow::{bail, Result};
 use candle_core::Device;
 
-use super::gguf::GgufFile;
 use super::positions::Rope;
 pub use super::positions::RopeStyle;
+use crate::models::gguf::GgufFile;
 
 /// The MLP's gate activation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

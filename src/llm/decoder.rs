@@ -20,12 +20,12 @@ use candle_core::{DType, Device, Tensor};
 use rayon::prelude::*;
 
 pub use super::config::{Activation, DecoderConfig, RopeStyle, SlidingWindow, Variant};
-use super::gguf::GgufFile;
 use super::positions::{causal_mask, RopeTables};
 use super::weights::{
     GgufWeights, Linear, TokenEmbedding, WeightReport, WeightSource, PREFILL_F32_BUDGET,
 };
 use super::{CausalLm, LoadOptions};
+use crate::models::gguf::GgufFile;
 
 struct Layer {
     /// Sees only the sliding window (and uses the local RoPE tables).

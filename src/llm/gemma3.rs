@@ -9,8 +9,8 @@ use anyhow::Result;
 use candle_core::Device;
 
 use super::decoder::{Decoder, DecoderConfig, SlidingWindow, Variant};
-use super::gguf::GgufFile;
 use super::LoadOptions;
+use crate::models::gguf::GgufFile;
 
 /// Gemma 3's layer pattern around a file's window size.
 pub fn sliding_window(window: usize) -> SlidingWindow {

@@ -7,7 +7,6 @@ mod config;
 pub mod decoder;
 pub mod gemma3;
 pub mod generate;
-pub mod gguf;
 pub mod llama;
 pub mod phi3;
 mod positions;
@@ -37,10 +36,7 @@ use crate::constrain::GrammarEngine;
 use crate::models::VerifiedModel;
 use chat_template::{ChatTemplate, Message};
 
-/// GGUF `general.architecture` values with a model module. Adding a family
-/// means one module building a `decoder::Decoder` (or another `CausalLm`) and one arm in
-/// `Llm::load_path`.
-pub const SUPPORTED_ARCHITECTURES: &[&str] = &["llama", "qwen2", "qwen3", "phi3", "gemma3"];
+pub use crate::models::gguf::SUPPORTED_ARCHITECTURES;
 
 /// A causal language model with its own KV cache.
 pub trait CausalLm: Send {
@@ -178,7 +174,7 @@ impl Llm {
     pub fn load_path(path: &Path, name: &str, opts: &LoadOptions) -> Result<Self> {
         let start = Instant::now();
         let device = select_device()?;
-        let file = gguf::GgufFile::open(path)?;
+        let file = crate::models::gguf::GgufFile::open(path)?;
         let architecture = file.architecture()?;
         let model: Box<dyn CausalLm> = match architecture.as_str() {
             "llama" => Box::new(llama::load(&file, opts, &device)?),

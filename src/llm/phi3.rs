@@ -8,8 +8,8 @@ use anyhow::Result;
 use candle_core::Device;
 
 use super::decoder::{Decoder, DecoderConfig, Variant};
-use super::gguf::GgufFile;
 use super::LoadOptions;
+use crate::models::gguf::GgufFile;
 
 pub fn load(file: &GgufFile, opts: &LoadOptions, device: &Device) -> Result<Decoder> {
     let variant = Variant {

@@ -34,19 +34,40 @@ pub(super) struct Q8Block {
 }
 const _: () = assert!(std::mem::size_of::<Q8Block>() == std::mem::size_of::<BlockQ8_0>());
 
+/// `xs` viewed as blocks of another type.
+///
+/// # Safety
+/// `A` and `B` are `repr(C)` block types with the same fields (sizes and alignments are
+/// checked at compile time here; the field order is the caller's word).
+pub(super) unsafe fn cast_blocks<A, B>(xs: &[A]) -> &[B] {
+    const { assert!(size_of::<A>() == size_of::<B>() && align_of::<A>() == align_of::<B>()) };
+    // SAFETY: the same layout, as the caller guarantees; the length and lifetime are `xs`'s.
+    unsafe { std::slice::from_raw_parts(xs.as_ptr() as *const B, xs.len()) }
+}
+
+/// `cast_blocks`, mutable.
+///
+/// # Safety
+/// As for `cast_blocks`.
+pub(super) unsafe fn cast_blocks_mut<A, B>(xs: &mut [A]) -> &mut [B] {
+    const { assert!(size_of::<A>() == size_of::<B>() && align_of::<A>() == align_of::<B>()) };
+    // SAFETY: as above.
+    unsafe { std::slice::from_raw_parts_mut(xs.as_mut_ptr() as *mut B, xs.len()) }
+}
+
 fn as_candle(xs: &[BlockQ5_0Avx]) -> &[BlockQ5_0] {
-    // SAFETY: both are repr(C) with the same fields, size and alignment (f16 + bytes).
-    unsafe { std::slice::from_raw_parts(xs.as_ptr() as *const BlockQ5_0, xs.len()) }
+    // SAFETY: both are repr(C): f16, [u8; 4], [u8; 16].
+    unsafe { cast_blocks(xs) }
 }
 
 fn as_candle_mut(xs: &mut [BlockQ5_0Avx]) -> &mut [BlockQ5_0] {
     // SAFETY: as above.
-    unsafe { std::slice::from_raw_parts_mut(xs.as_mut_ptr() as *mut BlockQ5_0, xs.len()) }
+    unsafe { cast_blocks_mut(xs) }
 }
 
 pub(super) fn q8_blocks(ys: &[BlockQ8_0]) -> &[Q8Block] {
-    // SAFETY: same layout (checked size; both repr(C) f16 + [i8; 32]).
-    unsafe { std::slice::from_raw_parts(ys.as_ptr() as *const Q8Block, ys.len()) }
+    // SAFETY: both repr(C) f16 + [i8; 32].
+    unsafe { cast_blocks(ys) }
 }
 
 impl GgmlType for BlockQ5_0Avx {

@@ -12,7 +12,7 @@ use candle_core::quantized::k_quants::{BlockQ8_0, GgmlType};
 use candle_core::quantized::{GgmlDType, QTensor};
 use half::f16;
 
-use super::q5_0::{Q8Block, QK};
+use super::q5_0::{cast_blocks, cast_blocks_mut, Q8Block, QK};
 
 #[derive(Debug, Clone, PartialEq)]
 #[repr(C)]
@@ -23,18 +23,18 @@ pub struct BlockQ8_0Avx {
 const _: () = assert!(std::mem::size_of::<BlockQ8_0Avx>() == std::mem::size_of::<BlockQ8_0>());
 
 fn as_candle(xs: &[BlockQ8_0Avx]) -> &[BlockQ8_0] {
-    // SAFETY: both are repr(C) with the same fields, size and alignment (f16 + bytes).
-    unsafe { std::slice::from_raw_parts(xs.as_ptr() as *const BlockQ8_0, xs.len()) }
+    // SAFETY: both are repr(C): f16, [i8; 32].
+    unsafe { cast_blocks(xs) }
 }
 
 fn as_candle_mut(xs: &mut [BlockQ8_0Avx]) -> &mut [BlockQ8_0] {
     // SAFETY: as above.
-    unsafe { std::slice::from_raw_parts_mut(xs.as_mut_ptr() as *mut BlockQ8_0, xs.len()) }
+    unsafe { cast_blocks_mut(xs) }
 }
 
 fn as_q8(xs: &[BlockQ8_0Avx]) -> &[Q8Block] {
     // SAFETY: the same layout again (`Q8Block` is `BlockQ8_0` with visible fields).
-    unsafe { std::slice::from_raw_parts(xs.as_ptr() as *const Q8Block, xs.len()) }
+    unsafe { cast_blocks(xs) }
 }
 
 impl GgmlType for BlockQ8_0Avx {

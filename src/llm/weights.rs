@@ -21,9 +21,9 @@ use anyhow::{bail, Result};
 use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 
-use super::gguf::GgufFile;
 use super::tiled_q8::{self, TiledQ8};
 use super::LoadOptions;
+use crate::models::gguf::GgufFile;
 
 /// The most memory f32 prefill copies may take (all linear layers together).
 pub const PREFILL_F32_BUDGET: usize = 768 << 20;
@@ -175,8 +175,8 @@ fn use_tiles(dtypes: &[GgmlDType], opts: &LoadOptions, device: &Device) -> bool 
 /// candle's repacked Q8_0 kernels (AVX512-VNNI / AVX-VNNI `vpdpbusd`, 16 columns per
 /// instruction) need the input width to be a multiple of 256; otherwise the generic AVX2
 /// dot product runs, about 3× slower per weight. SmolLM2's width is 576, so zero-padding it
-/// to 768 costs a third more multiply-adds and still wins clearly (measured: README,
-/// Performance). Returns the width to pad to, if padding applies.
+/// to 768 costs a third more multiply-adds and still wins clearly (docs/PERFORMANCE.md).
+/// Returns the width to pad to, if padding applies.
 fn decode_pad_k(k: usize, n: usize, dtype: GgmlDType) -> Option<usize> {
     let vnni = {
         #[cfg(target_arch = "x86_64")]
@@ -403,8 +403,8 @@ fn dequantize_parallel(q: &QTensor) -> Result<Tensor> {
 
 /// Dequantizes `src` (whole blocks of `dtype`) straight into `dst` with candle's block
 /// routine, where `src` is aligned for the block type: no temporary tensor and no two
-/// copies of each prompt-sized weight (memset and memmove were 7 % of `sextant eval`'s
-/// profile; Qwen's prompt went from 183–188 to 190–194 tok/s). False when it cannot, and
+/// copies of each prompt-sized weight (memset and memmove showed in `sextant eval`'s
+/// profile). False when it cannot, and
 /// the caller goes through a `QTensor`.
 fn to_float_in_place(dtype: GgmlDType, src: &[u8], dst: &mut [f32]) -> bool {
     use candle_core::quantized::k_quants::*;

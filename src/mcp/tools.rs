@@ -4,6 +4,7 @@
 
 use serde_json::{json, Map, Value};
 use sextant::constrain::validate::SchemaValidator;
+use sextant::schemas::SchemaId;
 use sextant::service::{AskParams, Request, Service, ServiceError};
 
 /// Most documents `read_section` lists by name in its schema.
@@ -52,6 +53,39 @@ fn section_schema() -> Value {
     })
 }
 
+/// The `ask` tool's description: the fields of each answer format, read from the seed
+/// schemas it returns, so an agent is never told a field that does not exist.
+fn ask_description() -> String {
+    format!(
+        "Answer a question from the documentation only, with citations. Returns the answer \
+         object of the chosen format. rag (the default): {}; navigator: {}. Says so when the \
+         documents do not cover the question.",
+        schema_fields(SchemaId::RagResponse),
+        schema_fields(SchemaId::NavigatorResponse)
+    )
+}
+
+/// A schema's top-level properties, each array of objects with its items' properties:
+/// "final_answer, retrieved_chunks (id, page, text, score), confidence".
+fn schema_fields(id: SchemaId) -> String {
+    let schema = id.builtin().schema();
+    let names = |props: &Value| -> Vec<String> {
+        props
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(name, def)| match def["items"]["properties"].as_object() {
+                Some(items) => {
+                    let inner: Vec<&str> = items.keys().map(String::as_str).collect();
+                    format!("{name} ({})", inner.join(", "))
+                }
+                None => name.clone(),
+            })
+            .collect()
+    };
+    names(&schema["properties"]).join(", ")
+}
+
 /// Every tool over `svc`'s knowledge base. `navigate_to_section` is built from the KB's
 /// headings now, so its enums name only sections that exist; it is left out while the KB
 /// has none.
@@ -89,7 +123,7 @@ pub fn list(svc: &Service) -> Result<Vec<ToolSpec>, ServiceError> {
         },
         ToolSpec {
             name: "ask",
-            description: "Answer a question from the documentation only, with citations. format rag: answer, confidence, retrieved_chunks, source_documents; navigator: answer, sources (file, section, relevance), confidence, suggested_next_steps. Says so when the documents do not cover the question.".into(),
+            description: ask_description(),
             input: json!({
                 "type": "object",
                 "additionalProperties": false,
@@ -197,5 +231,53 @@ fn optional_number(args: &Value, field: &str) -> Result<Option<usize>, ServiceEr
             .ok_or_else(|| {
                 ServiceError::BadRequest(format!("argument {field}: a positive integer"))
             }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every identifier-like word of the description (snake_case or camelCase) is a field
+    /// of one of the two answer schemas: the drift this replaced told agents about
+    /// `source_documents` and `suggested_next_steps`, which neither format has.
+    #[test]
+    fn the_ask_description_names_only_fields_the_schemas_have() {
+        let description = ask_description();
+        let mut fields = Vec::new();
+        for id in [SchemaId::RagResponse, SchemaId::NavigatorResponse] {
+            let text = id.builtin().json;
+            let v: Value = serde_json::from_str(text).unwrap();
+            collect_properties(&v, &mut fields);
+        }
+        for word in description.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            let identifier = word.contains('_')
+                || (word.chars().skip(1).any(|c| c.is_ascii_uppercase())
+                    && word.starts_with(|c: char| c.is_ascii_lowercase()));
+            if identifier {
+                assert!(fields.iter().any(|f| f == word), "{word} in {description}");
+            }
+        }
+        for field in [
+            "final_answer",
+            "retrieved_chunks",
+            "confidenceReason",
+            "outOfDomain",
+        ] {
+            assert!(
+                description.contains(field),
+                "{field} missing: {description}"
+            );
+        }
+    }
+
+    fn collect_properties(v: &Value, out: &mut Vec<String>) {
+        if let Some(props) = v["properties"].as_object() {
+            for (name, def) in props {
+                out.push(name.clone());
+                collect_properties(def, out);
+                collect_properties(&def["items"], out);
+            }
+        }
     }
 }

@@ -11,6 +11,7 @@
 //! file; any change of size or mtime forces a full hash again.
 
 mod fetch;
+pub mod gguf;
 mod manifest;
 
 use std::fs;
@@ -307,7 +308,7 @@ impl ModelStore {
             })?;
             (Role::Embedding, files)
         } else {
-            crate::llm::gguf::inspect(source).map_err(|e| ModelError::Invalid(e.to_string()))?;
+            gguf::inspect(source).map_err(|e| ModelError::Invalid(e.to_string()))?;
             (Role::Llm, vec![source.to_path_buf()])
         };
         let name = match name {

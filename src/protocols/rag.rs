@@ -168,17 +168,6 @@ fn respond(
     Ok((response, report))
 }
 
-/// Both steps at once, for callers that hold the model already (tests, benchmarks).
-pub fn answer(
-    kb: &KnowledgeBase,
-    llm: Option<&mut Llm>,
-    question: &str,
-    k: usize,
-    mode: AnswerMode,
-) -> Result<(RagResponse, Report)> {
-    prepare(kb, question, k, mode)?.complete(llm)
-}
-
 const GROUNDED_SYSTEM: &str = "You answer questions about technical documentation by \
     choosing sentences from it. Pick the sentences that directly answer the question.";
 const LLM_SYSTEM: &str = "You answer questions using only the context given. Be brief and \

@@ -24,7 +24,7 @@ use super::shared::llm_object;
 use super::{Pending, Report, Step};
 
 /// Normalised score of the best retrieved passage above which navigation follows it
-/// without the LLM (measured with `sextant bench agents`, README).
+/// without the LLM (measured with `sextant bench agents`, docs/PERFORMANCE.md).
 pub const RETRIEVAL_ROUTE_MIN: f64 = 0.80;
 
 /// One heading of the tree with where it lives.
@@ -49,7 +49,7 @@ pub struct HeadingTree {
 impl HeadingTree {
     pub fn load(kb: &KnowledgeBase) -> Result<HeadingTree> {
         let mut tree = HeadingTree::default();
-        for (file, path, anchor) in kb.store.heading_paths()? {
+        for (file, path, anchor) in kb.store().heading_paths()? {
             let node = Node {
                 file: file.clone(),
                 anchor,

@@ -1,5 +1,5 @@
 //! Which requests may reach the API at all: this server's own names and pages only, and
-//! JSON bodies only (see README, Security).
+//! JSON bodies only (see docs/SERVER.md, Security).
 
 use std::net::SocketAddr;
 

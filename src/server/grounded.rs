@@ -39,7 +39,7 @@ fn question(body: &Value) -> Result<String, Failure> {
         .ok_or_else(|| {
             Failure::bad_request("messages: a user message (the question) is required")
         })?;
-    let text = super::openai::content_text(&last["content"]).unwrap_or_default();
+    let text = super::chat_wire::content_text(&last["content"]).unwrap_or_default();
     if text.trim().is_empty() {
         return Err(Failure::bad_request(
             "the last user message must hold the question as text",
@@ -90,6 +90,7 @@ pub(super) async fn chat(
         return Ok(Sse::new(ReceiverStream::new(rx)).into_response());
     }
     // Retrieval and rules, not one generation: no token counts to report.
-    let whole = super::openai::completion(&id, created, model, (content.as_str(), "stop"), (0, 0));
+    let whole =
+        super::chat_wire::completion(&id, created, model, (content.as_str(), "stop"), (0, 0));
     Ok(Json(whole).into_response())
 }

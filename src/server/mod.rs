@@ -8,6 +8,7 @@
 //! OpenAI wire formats are in `openai`.
 
 mod admission;
+mod chat_wire;
 mod grounded;
 mod openai;
 
@@ -461,6 +462,39 @@ mod tests {
             assert!(
                 ServiceRequest::from_json(Value::Object(fields)).is_ok(),
                 "{path} -> {op}"
+            );
+        }
+    }
+
+    /// The UI's table (`ROUTE_OPS` in ui/client.js, which the desktop app turns into the
+    /// same requests) and docs/API.md name exactly the server's routes.
+    #[test]
+    fn the_ui_route_table_is_the_servers() {
+        let client = include_str!("../../ui/client.js");
+        let start = client
+            .find("const ROUTE_OPS = {")
+            .expect("ROUTE_OPS in client.js");
+        let table = &client[start..start + client[start..].find("};").unwrap()];
+        let entry = regex::Regex::new(r#""(GET|POST) (/api/[^"]+)": "([a-z_]+)""#).unwrap();
+        let mut ui: Vec<(String, String, String)> = entry
+            .captures_iter(table)
+            .map(|c| (c[1].to_string(), c[2].to_string(), c[3].to_string()))
+            .collect();
+        let mut server: Vec<(String, String, String)> = PROTOCOL_ROUTES
+            .iter()
+            .map(|(m, p, o)| (m.to_string(), p.to_string(), o.to_string()))
+            .collect();
+        ui.sort();
+        server.sort();
+        assert_eq!(
+            ui, server,
+            "ui/client.js ROUTE_OPS and PROTOCOL_ROUTES differ"
+        );
+        let api = include_str!("../../docs/API.md");
+        for (method, path, _) in PROTOCOL_ROUTES {
+            assert!(
+                api.contains(&format!("`{method} {path}")),
+                "docs/API.md does not document {method} {path}"
             );
         }
     }

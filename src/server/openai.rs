@@ -19,6 +19,7 @@ use sextant::structured::OutputSpec;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
+use super::chat_wire::{completion, content_text};
 use super::{blocking, json_body, App, Failure, Reply};
 
 pub(super) async fn models(State(app): State<App>) -> Json<Value> {
@@ -105,32 +106,6 @@ pub(super) async fn chat(State(app): State<App>, body: Result<Bytes, BytesReject
     Ok(Json(completion(&id, created, &model, done, usage)).into_response())
 }
 
-/// A whole (not streamed) chat completion: the content, why it ended, the token counts.
-pub(super) fn completion(
-    id: &str,
-    created: u64,
-    model: &str,
-    (content, finish): (&str, &str),
-    (prompt_tokens, completion_tokens): (usize, usize),
-) -> Value {
-    json!({
-        "id": id,
-        "object": "chat.completion",
-        "created": created,
-        "model": model,
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": content},
-            "finish_reason": finish,
-        }],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    })
-}
-
 pub(super) async fn embeddings(
     State(app): State<App>,
     body: Result<Bytes, BytesRejection>,
@@ -189,21 +164,6 @@ pub(super) async fn embeddings(
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
     }))
     .into_response())
-}
-
-/// A message's text: the string, or its content parts' text parts joined.
-pub(super) fn content_text(content: &Value) -> Option<String> {
-    match content {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(parts) => Some(
-            parts
-                .iter()
-                .filter_map(|p| p["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-        ),
-        _ => None,
-    }
 }
 
 /// Parses an OpenAI chat request body into the engine's request and the `stream` flag.

@@ -13,7 +13,7 @@ use crate::protocols::AnswerFormat;
 /// sources) is rendered as a document (`markdown_html`); PDF and plain text are their
 /// extracted paragraphs, escaped.
 pub fn render(kb: &KnowledgeBase, path: &str) -> Result<Value, ServiceError> {
-    let (doc, sections) = kb.store.document_sections(path)?.ok_or_else(|| {
+    let (doc, sections) = kb.store().document_sections(path)?.ok_or_else(|| {
         ServiceError::NotFound(format!("no document {path:?} in the knowledge base"))
     })?;
     let mut html = String::new();
@@ -70,7 +70,7 @@ const MAX_PDF_BYTES: u64 = 64 << 20;
 /// others): a changed file is refused with the fix.
 pub fn pdf_file(kb: &KnowledgeBase, path: &str) -> Result<Value, ServiceError> {
     use base64::Engine;
-    let doc = kb.store.document_source(path)?.ok_or_else(|| {
+    let doc = kb.store().document_source(path)?.ok_or_else(|| {
         ServiceError::NotFound(format!("no document {path:?} in the knowledge base"))
     })?;
     let file = std::path::Path::new(&doc.root).join(&doc.path);
@@ -176,7 +176,7 @@ pub fn citations(
             let label = format!("{file} › {section}");
             if let Some(h) = hits.iter().find(|h| h.file == file && h.section == section) {
                 out.push(link(label, h));
-            } else if let Ok(Some((_, sections))) = kb.store.document_sections(file) {
+            } else if let Ok(Some((_, sections))) = kb.store().document_sections(file) {
                 let anchor = sections
                     .iter()
                     .find(|x| x.heading == section)

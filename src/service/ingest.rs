@@ -47,7 +47,7 @@ impl Service {
         // this run holds it (see `kbs`). The KB itself is held only to check and to commit
         // each file, never while a file is parsed and embedded, so searches and reads go
         // on during an ingest.
-        let writer = WriterLock::try_acquire(self.kb().store.dir())
+        let writer = WriterLock::try_acquire(self.kb().store().dir())
             .map_err(|e| ServiceError::KbBusy(e.to_string()))?;
         let mut run = IngestRun::with_lock(writer, std::slice::from_ref(&path), &opts)?;
         let tok = self.embedder.counting_tokenizer();

@@ -16,7 +16,7 @@ use crate::kb::KnowledgeBase;
 impl Service {
     /// The open KB's folder.
     pub fn kb_dir(&self) -> PathBuf {
-        self.kb().store.dir().to_path_buf()
+        self.kb().store().dir().to_path_buf()
     }
 
     /// The open KB's name: its folder name under the KB home, else its path.
@@ -80,7 +80,7 @@ impl Service {
         let opened = KnowledgeBase::open(&dir, self.embedder.clone())?;
         {
             let mut kb = self.kb_slot();
-            let current = kb.as_ref().expect("a KB is open").store.dir().to_path_buf();
+            let current = slot_dir(&kb);
             let _quiet = writer_free(&current)?;
             *kb = Some(opened);
         }
@@ -104,7 +104,7 @@ impl Service {
             )));
         }
         let mut kb = self.kb_slot();
-        let current = kb.as_ref().expect("a KB is open").store.dir().to_path_buf();
+        let current = slot_dir(&kb);
         if !same_dir(&current, &renaming) {
             drop(kb);
             let path = self.config.home.rename(name, to).map_err(home_error)?;
@@ -192,4 +192,13 @@ fn home_error(e: anyhow::Error) -> ServiceError {
         return ServiceError::KbBusy(e.to_string());
     }
     ServiceError::Internal(e)
+}
+
+/// The folder of the KB in the service's slot (open outside a rename).
+fn slot_dir(slot: &Option<KnowledgeBase>) -> PathBuf {
+    slot.as_ref()
+        .expect("a KB is open")
+        .store()
+        .dir()
+        .to_path_buf()
 }

@@ -47,7 +47,7 @@ impl Service {
 
     /// Whether following is turned off for the open KB (its `watch` setting).
     fn live_paused(&self) -> bool {
-        let setting = self.kb().store.setting(WATCH_SETTING);
+        let setting = self.kb().store().setting(WATCH_SETTING);
         setting.ok().flatten().as_deref() == Some("off")
     }
 
@@ -56,7 +56,7 @@ impl Service {
     pub(super) fn refresh_live(&self) {
         let (kb, folders) = {
             let kb = self.kb();
-            (kb.store.dir().to_path_buf(), followed_folders(&kb))
+            (kb.store().dir().to_path_buf(), followed_folders(&kb))
         };
         let wanted = self.live_wanted();
         let mut st = self.live.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -100,7 +100,6 @@ impl Service {
     /// Turns following the open KB's folders on or off, kept with the KB.
     pub(super) fn set_live(&self, on: bool) -> Result<Value, ServiceError> {
         self.kb()
-            .store
             .set_setting(WATCH_SETTING, if on { "on" } else { "off" })?;
         self.refresh_live();
         if on {
@@ -189,7 +188,7 @@ impl Service {
     /// Whether a folder was read with its images (then its new images are read too).
     fn has_images_under(&self, folder: &std::path::Path) -> bool {
         let root = folder.to_string_lossy();
-        self.kb().store.documents_under(&root).is_ok_and(|docs| {
+        self.kb().store().documents_under(&root).is_ok_and(|docs| {
             docs.iter()
                 .any(|d| DocKind::from_path(std::path::Path::new(&d.path)) == Some(DocKind::Image))
         })
@@ -233,13 +232,13 @@ impl Service {
 /// The open KB's folders to follow: the roots ingested as folders (`record_folder`); a KB
 /// ingested before those were recorded follows every root.
 fn followed_folders(kb: &crate::kb::KnowledgeBase) -> Vec<PathBuf> {
-    let roots = kb.store.roots().unwrap_or_default();
+    let roots = kb.store().roots().unwrap_or_default();
     let recorded: Vec<PathBuf> = roots
         .iter()
-        .filter(|r| kb.store.is_folder_root(r))
+        .filter(|r| kb.store().is_folder_root(r))
         .map(PathBuf::from)
         .collect();
-    if !recorded.is_empty() || kb.store.has_folder_records() {
+    if !recorded.is_empty() || kb.store().has_folder_records() {
         return recorded;
     }
     roots.into_iter().map(PathBuf::from).collect()

@@ -1,7 +1,9 @@
-//! The engine behind the shells that are not the CLI: the local HTTP server (`sextant
-//! serve`) and the desktop app both turn their input into a typed `Request` and hand it to
-//! `Service::handle`, so the UI gets the same JSON either way (docs/API.md). No HTTP or
-//! Tauri here: errors are `ServiceError`, which each shell maps once.
+//! The engine's one front door. The local HTTP server (`sextant serve`), the desktop app
+//! and MCP turn their input into a typed `Request` and hand it to `Service::handle`, so
+//! the UI gets the same JSON either way (docs/API.md); the CLI calls the typed methods
+//! behind the same requests (`answer`, `navigate`, `route`, `interview_step`) to print
+//! the response object and its report. One set of defaults for all of them. No HTTP,
+//! Tauri or terminal here: errors are `ServiceError`, which each shell maps once.
 //!
 //! One model of each kind is loaded once and shared. Protocols run in two steps: the rules
 //! (`prepare`) under the knowledge-base lock, then the model (`finish`) after the lock is
@@ -9,6 +11,8 @@
 //! one at a time; a request that finds more than `QUEUE` others waiting is refused
 //! (`Overloaded`) rather than queued without bound.
 
+mod agents;
+mod ask;
 mod chat;
 pub mod document;
 mod error;
@@ -23,11 +27,12 @@ mod section;
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use serde_json::{json, Value};
 
+pub use agents::{InterviewFile, InterviewStep, Routed};
 pub use chat::{CancelOnDrop, ChatRequest, ChatResult};
 pub use error::ServiceError;
 pub use request::{AskParams, Request};
@@ -41,10 +46,10 @@ use crate::kb::parse::worker::Isolation;
 use crate::kb::search::{search, SearchMode};
 use crate::kb::KnowledgeBase;
 use crate::llm::Llm;
-use crate::protocols::interview::{Interview, InterviewOptions};
-use crate::protocols::routing::{self, Flow, ForensicSummary};
+use crate::protocols::interview::Interview;
+use crate::protocols::routing::Flow;
 use crate::protocols::watch::Watch;
-use crate::protocols::{prepare_ask, section_tool, AskRequest, Pending, Step};
+use crate::protocols::{Pending, Step};
 
 /// Requests that may wait for the LLM while one runs.
 pub const QUEUE: usize = 4;
@@ -212,6 +217,11 @@ impl Service {
         KbGuard(self.kb_slot())
     }
 
+    /// The interview sessions by id.
+    fn interviews_lock(&self) -> MutexGuard<'_, HashMap<String, Interview>> {
+        self.interviews.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// The open KB's slot, for replacing it.
     fn kb_slot(&self) -> MutexGuard<'_, Option<KnowledgeBase>> {
         self.kb.lock().unwrap_or_else(|p| p.into_inner())
@@ -272,10 +282,10 @@ impl Service {
                 let name = self.kb_name();
                 let mut kb = self.kb();
                 let stats = kb.stats()?;
-                let documents = kb.store.list_documents()?;
+                let documents = kb.store().list_documents()?;
                 let removed: Vec<String> =
-                    kb.store.excluded()?.into_iter().map(|(_, p)| p).collect();
-                Ok(json!({"kb": kb.store.dir(), "name": name, "stats": stats,
+                    kb.store().excluded()?.into_iter().map(|(_, p)| p).collect();
+                Ok(json!({"kb": kb.store().dir(), "name": name, "stats": stats,
                           "documents": documents, "removed": removed}))
             }
             Request::Kbs => self.list_kbs(),
@@ -306,7 +316,7 @@ impl Service {
             Request::Section { path, anchor, page } => {
                 section::read(&self.kb(), &path, anchor.as_deref(), page)
             }
-            Request::SectionTool => Ok(json!({ "tool": section::tool(&self.kb())? })),
+            Request::SectionTool => Ok(json!({ "tool": self.section_tool(false)? })),
             Request::FollowSection { arguments } => section::follow(&self.kb(), &arguments),
             Request::Search { query, k } => {
                 let query = non_empty("query", &query)?;
@@ -316,156 +326,15 @@ impl Service {
             }
             Request::Ask(params) => self.ask(params, &mut Watch::none()),
             Request::Navigate { question } => {
-                let question = non_empty("question", &question)?;
-                let step = section_tool::prepare(&self.kb(), question)
-                    .map_err(|e| ServiceError::BadRequest(format!("{e:#}")))?;
-                let (nav, _) = self.finish(step)?;
+                let (nav, _) = self.navigate(&question)?;
                 Ok(serde_json::to_value(nav).map_err(anyhow::Error::from)?)
             }
-            Request::Route { forensics, flow } => self.route(&forensics, flow.as_deref()),
-            Request::RouteLog { flow } => {
-                let flow = flow_name(&flow)?;
-                let path = routing::log_path(&self.config.run_base, flow);
-                Ok(json!({ "decisions": routing::read_log(&path)? }))
-            }
+            Request::Route { forensics, flow } => self.route_json(&forensics, flow.as_deref()),
+            Request::RouteLog { flow } => self.route_log(&flow),
             Request::Interview { session, answer } => {
-                self.interview(session.as_deref(), answer.as_deref())
+                self.interview_json(session.as_deref(), answer.as_deref())
             }
         }
-    }
-
-    /// An answer watched as it is generated: `on_answer_text` gets the model's draft of
-    /// the answer text in pieces (nothing when the rules answer alone), then the response
-    /// is returned as `Request::Ask` returns it. Setting `cancel` stops the generation.
-    pub fn ask_watched(
-        &self,
-        params: AskParams,
-        on_answer_text: &mut dyn FnMut(&str),
-        cancel: Arc<AtomicBool>,
-    ) -> Result<Value, ServiceError> {
-        let result = self.ask(params, &mut Watch::new(on_answer_text, cancel));
-        if matches!(result, Err(ServiceError::Cancelled)) {
-            self.cancelled.fetch_add(1, Ordering::Relaxed);
-        }
-        result
-    }
-
-    fn ask(&self, params: AskParams, watch: &mut Watch) -> Result<Value, ServiceError> {
-        let req = AskRequest {
-            question: non_empty("question", &params.question)?.to_string(),
-            format: params.format.unwrap_or(crate::protocols::AnswerFormat::Rag),
-            mode: Some(
-                params
-                    .mode
-                    .unwrap_or_else(|| crate::protocols::default_mode(self.llm_available())),
-            ),
-            k: params.k.unwrap_or(crate::protocols::DEFAULT_K).clamp(1, 20),
-        };
-        let step = {
-            let kb = self.kb();
-            kb.require_chunks()?;
-            prepare_ask(&kb, &req)?
-        };
-        let answer = self.finish_watched(step, watch)?;
-        let citations = document::citations(
-            &self.kb(),
-            answer.format,
-            &answer.value,
-            &answer.report.hits,
-        );
-        // The answer string is Markdown (code kept as code); the UI shows this rendering.
-        let text = match answer.format {
-            crate::protocols::AnswerFormat::Navigator => &answer.value["answer"],
-            crate::protocols::AnswerFormat::Rag => &answer.value["final_answer"],
-        };
-        let answer_html = document::markdown_html(text.as_str().unwrap_or_default());
-        Ok(json!({
-            "format": answer.format, "response": answer.value,
-            "citations": citations, "decision": answer.report.decision,
-            "answer_html": answer_html,
-        }))
-    }
-
-    /// The flow a routing request names: the default, or one from the flows folder.
-    fn flow(&self, name: Option<&str>) -> Result<Flow, ServiceError> {
-        let Some(name) = name.filter(|n| !n.is_empty()) else {
-            return Ok(self.config.flow.clone());
-        };
-        if name == self.config.flow.name {
-            return Ok(self.config.flow.clone());
-        }
-        let name = flow_name(name)?;
-        for ext in ["toml", "json"] {
-            let path = self.config.flows_dir.join(format!("{name}.{ext}"));
-            if path.is_file() {
-                return Flow::load(&path).map_err(|e| ServiceError::BadRequest(format!("{e:#}")));
-            }
-        }
-        Err(ServiceError::NotFound(format!(
-            "no flow named {name:?}: use {:?} or put {name}.toml in {}",
-            self.config.flow.name,
-            self.config.flows_dir.display()
-        )))
-    }
-
-    fn route(&self, forensics: &Value, flow: Option<&str>) -> Result<Value, ServiceError> {
-        let flow = self.flow(flow)?;
-        let summary = ForensicSummary::parse(&forensics.to_string(), &flow)
-            .map_err(|e| ServiceError::BadRequest(format!("{e:#}")))?;
-        let (decision, _) = self.finish(routing::prepare(&flow, &summary))?;
-        routing::record(&self.config.run_base, &flow, &summary, &decision)?;
-        let mut v = serde_json::to_value(&decision).map_err(anyhow::Error::from)?;
-        v["flow"] = json!(flow.name);
-        Ok(v)
-    }
-
-    fn interview(
-        &self,
-        session: Option<&str>,
-        answer: Option<&str>,
-    ) -> Result<Value, ServiceError> {
-        let session = session.filter(|s| !s.is_empty());
-        let answer = answer.map(str::trim).filter(|s| !s.is_empty());
-        let mut sessions = self.interviews.lock().unwrap_or_else(|p| p.into_inner());
-        let id = match session {
-            Some(id) => {
-                if !crate::protocols::interview::is_session_id(id) {
-                    return Err(ServiceError::BadRequest(format!(
-                        "session {id:?} is not an id"
-                    )));
-                }
-                if !sessions.contains_key(id) {
-                    let path = self.kb_dir().join("interviews").join(format!("{id}.jsonl"));
-                    let iv = Interview::resume(&path, InterviewOptions::default())
-                        .map_err(|e| ServiceError::NotFound(format!("{e:#}")))?;
-                    sessions.insert(id.to_string(), iv);
-                }
-                id.to_string()
-            }
-            None => {
-                let (id, path) = crate::protocols::interview::new_session_path(
-                    &self.kb_dir().join("interviews"),
-                );
-                let iv = Interview::create(&path, &self.llm_name, InterviewOptions::default())?;
-                sessions.insert(id.clone(), iv);
-                id
-            }
-        };
-        let iv = sessions.get_mut(&id).expect("inserted above");
-        if iv.waiting_turn().is_some() {
-            match answer {
-                Some(a) => iv.answer(a)?,
-                // Asked again without an answer: show the waiting question.
-                None => {
-                    return Ok(json!({"session": id, "turn": iv.waiting_turn(), "done": false}))
-                }
-            }
-        }
-        if iv.is_finished() {
-            return Ok(json!({"session": id, "turn": null, "done": true}));
-        }
-        let (turn, stats) = self.with_llm(|llm| Ok(iv.next_turn(llm)?))?;
-        Ok(json!({"session": id, "turn": turn, "done": false, "stats": stats}))
     }
 }
 
@@ -514,21 +383,6 @@ fn non_empty<'a>(name: &str, value: &'a str) -> Result<&'a str, ServiceError> {
     Ok(v)
 }
 
-/// A flow name that can only name a folder under the run base or a file in the flows
-/// folder: letters, digits, - and _.
-fn flow_name(flow: &str) -> Result<&str, ServiceError> {
-    if flow.is_empty()
-        || !flow
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        return Err(ServiceError::BadRequest(format!(
-            "flow {flow:?}: name a flow with letters, digits, - and _"
-        )));
-    }
-    Ok(flow)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -550,13 +404,5 @@ mod tests {
         assert!(Request::from_json(json!({"op": "drop_tables"})).is_err());
         let e = Request::from_json(json!({"op": "ask", "question": "q", "format": "xml"}));
         assert!(e.is_err());
-    }
-
-    #[test]
-    fn flow_names_cannot_name_paths() {
-        assert!(flow_name("build").is_ok());
-        for bad in ["", "../etc", "/etc/passwd", "a/b", "a.toml"] {
-            assert!(flow_name(bad).is_err(), "{bad}");
-        }
     }
 }

@@ -19,7 +19,7 @@ pub fn read(
     anchor: Option<&str>,
     page: Option<u32>,
 ) -> Result<Value, ServiceError> {
-    let (doc, sections) = kb.store.document_sections(path)?.ok_or_else(|| {
+    let (doc, sections) = kb.store().document_sections(path)?.ok_or_else(|| {
         ServiceError::NotFound(format!(
             "no document {path:?} in the knowledge base; the documents are listed by GET /api/kb (MCP: resources/list)"
         ))
@@ -123,12 +123,6 @@ fn heading_paths(sections: &[SectionRow]) -> Vec<Vec<String>> {
             stack.iter().map(|(_, h)| h.clone()).collect()
         })
         .collect()
-}
-
-/// The `navigate_to_section` tool over this knowledge base's headings (OpenAI function
-/// format; `function.parameters` is its JSON Schema, with the heading enums).
-pub fn tool(kb: &KnowledgeBase) -> Result<Value, ServiceError> {
-    Ok(HeadingTree::load(kb)?.tool_definition())
 }
 
 /// Follows a `navigate_to_section` call: arguments checked against the tool's schema

@@ -133,7 +133,7 @@ pub fn run_kb(
 
     // Embedding throughput on the sample KB's chunk texts.
     let texts: Vec<String> = kb
-        .store
+        .store()
         .chunk_listing()?
         .into_iter()
         .map(|c| c.text)
@@ -172,6 +172,7 @@ pub fn run_kb(
         let start = Instant::now();
         let per_doc = 500;
         let mut add_secs = 0.0;
+        let mut writer = kb.writer()?;
         for d in 0..n.div_ceil(per_doc) {
             let count = per_doc.min(n - d * per_doc);
             let sections = vec![Section {
@@ -198,7 +199,7 @@ pub fn run_kb(
                     }
                 })
                 .collect();
-            let keys = kb.store.replace_document(
+            let keys = writer.replace_document(
                 "/synthetic",
                 &format!("doc{d}.md"),
                 DocKind::Markdown,
@@ -222,10 +223,11 @@ pub fn run_kb(
                 })
                 .collect();
             let t = Instant::now();
-            kb.store.add_vectors(&keys, &vectors)?;
+            writer.add_vectors(&keys, &vectors)?;
             add_secs += t.elapsed().as_secs_f64();
         }
-        kb.store.save_index()?;
+        writer.save_index()?;
+        drop(writer);
         let build_s = start.elapsed().as_secs_f64();
         let lat = |mode: SearchMode| -> Result<(f64, f64)> {
             let mut ms = Vec::new();

@@ -326,26 +326,16 @@ pub fn parse(bytes: &[u8], stem: &str) -> Result<ParsedDoc> {
         .or(title_para)
         .or_else(|| sections.first().map(|s| s.heading.clone()))
         .unwrap_or_else(|| stem.to_string());
-    if !preamble.trim().is_empty() || sections.is_empty() {
-        // Text before any heading belongs to the document's title.
-        sections.insert(
-            0,
-            Section {
-                anchor: anchors.unique(&title),
-                path: vec![title.clone()],
-                heading: title.clone(),
-                level: 0,
-                page: None,
-                text: preamble.trim().to_string(),
-            },
-        );
-    }
-    Ok(ParsedDoc {
-        kind: DocKind::Docx,
-        notes: Vec::new(),
+    let preamble = preamble.trim().to_string();
+    let heading = title.clone();
+    Ok(super::with_preamble(
+        DocKind::Docx,
         title,
         sections,
-    })
+        preamble,
+        heading,
+        &mut anchors,
+    ))
 }
 
 enum Block<'a> {

@@ -263,27 +263,16 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
         .or(first_h1)
         .unwrap_or_else(|| stem.to_string());
     let preamble = walk.preamble.take().unwrap_or_default();
-    let mut sections = walk.sections;
-    if !preamble.is_empty() || sections.is_empty() {
-        let heading = page_title.unwrap_or_else(|| stem.to_string());
-        sections.insert(
-            0,
-            Section {
-                anchor: walk.anchors.unique(&heading),
-                path: vec![heading.clone()],
-                heading,
-                level: 0,
-                page: None,
-                text: preamble,
-            },
-        );
-    }
-    ParsedDoc {
-        kind: DocKind::Html,
-        notes: Vec::new(),
+    let heading = page_title.unwrap_or_else(|| stem.to_string());
+    let sections = std::mem::take(&mut walk.sections);
+    super::with_preamble(
+        DocKind::Html,
         title,
         sections,
-    }
+        preamble,
+        heading,
+        &mut walk.anchors,
+    )
 }
 
 #[cfg(test)]

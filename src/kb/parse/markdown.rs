@@ -138,28 +138,16 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
         .clone()
         .or(first_h1)
         .unwrap_or_else(|| stem.to_string());
+    let heading = front_title.unwrap_or_else(|| stem.to_string());
     let preamble = preamble.unwrap_or_default();
-    if !preamble.is_empty() || sections.is_empty() {
-        // Text before any heading belongs to the document's title.
-        let heading = front_title.unwrap_or_else(|| stem.to_string());
-        sections.insert(
-            0,
-            Section {
-                anchor: anchors.unique(&heading),
-                path: vec![heading.clone()],
-                heading,
-                level: 0,
-                page: None,
-                text: preamble,
-            },
-        );
-    }
-    ParsedDoc {
-        kind: DocKind::Markdown,
-        notes: Vec::new(),
+    super::with_preamble(
+        DocKind::Markdown,
         title,
         sections,
-    }
+        preamble,
+        heading,
+        &mut anchors,
+    )
 }
 
 /// The source with block-quote markers beyond `MAX_QUOTE_DEPTH` removed, or None when no

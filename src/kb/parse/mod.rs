@@ -190,6 +190,37 @@ pub(crate) struct Anchors {
     seen: HashMap<String, usize>,
 }
 
+/// The document, its text before the first heading (all of it, when it has no headings)
+/// made the first section, under `heading`: the text belongs to the document's title.
+pub(crate) fn with_preamble(
+    kind: DocKind,
+    title: String,
+    mut sections: Vec<Section>,
+    preamble: String,
+    heading: String,
+    anchors: &mut Anchors,
+) -> ParsedDoc {
+    if !preamble.is_empty() || sections.is_empty() {
+        sections.insert(
+            0,
+            Section {
+                anchor: anchors.unique(&heading),
+                path: vec![heading.clone()],
+                heading,
+                level: 0,
+                page: None,
+                text: preamble,
+            },
+        );
+    }
+    ParsedDoc {
+        kind,
+        notes: Vec::new(),
+        title,
+        sections,
+    }
+}
+
 impl Anchors {
     pub(crate) fn unique(&mut self, heading: &str) -> String {
         let base = slugify(heading);

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
-use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
+use usearch::Index;
 
 use super::parse::{DocKind, Section};
 
@@ -164,19 +164,6 @@ pub struct Store {
     dirty: bool,
 }
 
-fn index_options(dim: usize) -> IndexOptions {
-    IndexOptions {
-        dimensions: dim,
-        metric: MetricKind::Cos,
-        // Set explicitly: the binding's default is BF16.
-        quantization: ScalarKind::F16,
-        connectivity: 0,
-        expansion_add: 0,
-        expansion_search: 0,
-        multi: false,
-    }
-}
-
 /// The text that is embedded for a chunk: its heading path, then its text as read (the
 /// Markdown rendered: no link targets, fences or backticks). Headings carry
 /// much of a chunk's topic ("Rollbacks > Quick Rollback") that the body leaves implicit.
@@ -189,6 +176,9 @@ pub fn embed_text(section_path: &[String], text: &str) -> String {
 }
 
 mod queries;
+mod vectors;
+
+use vectors::index_options;
 
 pub use queries::{fts_query, peek, Peek};
 
@@ -258,30 +248,7 @@ impl Store {
         })
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    pub fn document(&self, root: &str, path: &str) -> Result<Option<DocRecord>> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT id, root, path, hash, mtime_ns, size FROM documents WHERE root = ?1 AND path = ?2",
-                params![root, path],
-                doc_record,
-            )
-            .optional()?)
-    }
-
-    pub fn documents_under(&self, root: &str) -> Result<Vec<DocRecord>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT id, root, path, hash, mtime_ns, size FROM documents WHERE root = ?1",
-        )?;
-        let rows = stmt.query_map(params![root], doc_record)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    pub fn touch(&self, doc_id: i64, mtime_ns: i64) -> Result<()> {
+    pub(in crate::kb) fn touch(&self, doc_id: i64, mtime_ns: i64) -> Result<()> {
         self.conn.execute(
             "UPDATE documents SET mtime_ns = ?2 WHERE id = ?1",
             params![doc_id, mtime_ns],
@@ -292,7 +259,7 @@ impl Store {
     /// Replaces a document (its sections, chunks and their FTS rows) in one transaction.
     /// Returns the new chunks' keys, in the order given. The caller adds their vectors.
     #[allow(clippy::too_many_arguments)]
-    pub fn replace_document(
+    pub(in crate::kb) fn replace_document(
         &mut self,
         root: &str,
         path: &str,
@@ -367,7 +334,7 @@ impl Store {
 
     /// Records that `root` was ingested as a folder (so it can be followed for changes;
     /// a single file's root is its parent folder, which must not be).
-    pub fn record_folder(&mut self, root: &str) -> Result<()> {
+    pub(in crate::kb) fn record_folder(&mut self, root: &str) -> Result<()> {
         self.conn.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES (?1, '1')",
             params![format!("folder:{root}")],
@@ -376,7 +343,7 @@ impl Store {
     }
 
     /// Keeps a setting with the KB (`Store::setting` reads it back).
-    pub fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
+    pub(in crate::kb) fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
         self.conn.execute(
             "INSERT INTO meta (key, value) VALUES (?1, ?2)
              ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -386,7 +353,7 @@ impl Store {
     }
 
     /// Removes a document and its vectors.
-    pub fn remove_document(&mut self, root: &str, path: &str) -> Result<()> {
+    pub(in crate::kb) fn remove_document(&mut self, root: &str, path: &str) -> Result<()> {
         let keys = self.keys_of_document(root, path)?;
         self.conn.execute(
             "DELETE FROM documents WHERE root = ?1 AND path = ?2",
@@ -399,7 +366,7 @@ impl Store {
     }
 
     /// Removes a document and keeps later ingests of its folder from adding it back.
-    pub fn exclude_document(&mut self, root: &str, path: &str) -> Result<()> {
+    pub(in crate::kb) fn exclude_document(&mut self, root: &str, path: &str) -> Result<()> {
         self.remove_document(root, path)?;
         self.conn.execute(
             "INSERT OR IGNORE INTO excluded (root, path) VALUES (?1, ?2)",
@@ -409,32 +376,11 @@ impl Store {
     }
 
     /// Lets ingests add an excluded document again; whether it was excluded.
-    pub fn include_document(&mut self, root: &str, path: &str) -> Result<bool> {
+    pub(in crate::kb) fn include_document(&mut self, root: &str, path: &str) -> Result<bool> {
         Ok(self.conn.execute(
             "DELETE FROM excluded WHERE root = ?1 AND path = ?2",
             params![root, path],
         )? > 0)
-    }
-
-    pub fn is_excluded(&self, root: &str, path: &str) -> Result<bool> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT 1 FROM excluded WHERE root = ?1 AND path = ?2",
-                params![root, path],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_some())
-    }
-
-    /// The removed documents, as (root, path).
-    pub fn excluded(&self) -> Result<Vec<(String, String)>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT root, path FROM excluded ORDER BY path, root")?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     fn keys_of_document(&self, root: &str, path: &str) -> Result<Vec<u64>> {
@@ -447,116 +393,6 @@ impl Store {
             .into_iter()
             .map(|k| k as u64)
             .collect())
-    }
-
-    fn remove_vector(&mut self, key: u64) -> Result<()> {
-        if self.index.contains(key) {
-            self.index
-                .remove(key)
-                .map_err(|e| anyhow!("usearch remove: {e}"))?;
-            self.dirty = true;
-        }
-        Ok(())
-    }
-
-    /// Adds (or replaces) vectors; in parallel on every core for large batches.
-    pub fn add_vectors(&mut self, keys: &[u64], vectors: &[Vec<f32>]) -> Result<()> {
-        use rayon::prelude::*;
-        if let Some(v) = vectors.iter().find(|v| v.len() != self.dim) {
-            bail!("vector of {} dimensions, expected {}", v.len(), self.dim);
-        }
-        let need = self.index.size() + keys.len();
-        if need > self.index.capacity() {
-            self.index
-                .reserve_capacity_and_threads(
-                    need.next_power_of_two().max(1024),
-                    rayon::current_num_threads(),
-                )
-                .map_err(|e| anyhow!("usearch reserve: {e}"))?;
-        }
-        for k in keys {
-            if self.index.contains(*k) {
-                self.index.remove(*k).map_err(|e| anyhow!("usearch: {e}"))?;
-            }
-        }
-        let index = &self.index;
-        keys.par_iter()
-            .zip(vectors.par_iter())
-            .with_min_len(64)
-            .try_for_each(|(k, v)| index.add(*k, v))
-            .map_err(|e| anyhow!("usearch add: {e}"))?;
-        self.dirty |= !keys.is_empty();
-        Ok(())
-    }
-
-    /// Writes the vector index if it changed: to a temp file, fsynced, then renamed over
-    /// the old one, so a crash leaves either the old or the new file, never half of one.
-    pub fn save_index(&mut self) -> Result<()> {
-        if !self.dirty {
-            return Ok(());
-        }
-        let path = self.dir.join(INDEX_FILE);
-        // Per-process temp name: two processes saving at once each rename a whole file.
-        let tmp = self
-            .dir
-            .join(format!("{INDEX_FILE}.{}.tmp", std::process::id()));
-        self.index
-            .save(tmp.to_str().ok_or_else(|| anyhow!("non-UTF-8 path"))?)
-            .map_err(|e| anyhow!("cannot write {}: {e}", tmp.display()))?;
-        std::fs::File::open(&tmp)?.sync_all()?;
-        std::fs::rename(&tmp, &path)
-            .with_context(|| format!("cannot replace {}", path.display()))?;
-        if let Ok(d) = std::fs::File::open(&self.dir) {
-            let _ = d.sync_all();
-        }
-        self.dirty = false;
-        Ok(())
-    }
-
-    /// Compares the chunks with the vectors; removes vectors whose chunk is gone and
-    /// returns the chunks that have no vector.
-    pub fn check(&mut self) -> Result<Consistency> {
-        let mut stmt = self.conn.prepare("SELECT id FROM chunks")?;
-        let ids: Vec<u64> = stmt
-            .query_map([], |r| r.get::<_, i64>(0))?
-            .collect::<rusqlite::Result<Vec<_>>>()?
-            .into_iter()
-            .map(|k| k as u64)
-            .collect();
-        drop(stmt);
-        let missing: Vec<u64> = ids
-            .iter()
-            .copied()
-            .filter(|k| !self.index.contains(*k))
-            .collect();
-        let present = ids.len() - missing.len();
-        let mut removed = 0;
-        if self.index.size() > present {
-            // usearch cannot list its keys, but every key ever used is a chunk rowid up to
-            // the AUTOINCREMENT high-water mark: probe those that are no longer chunks.
-            let max_key: i64 = self
-                .conn
-                .query_row(
-                    "SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'chunks'",
-                    [],
-                    |r| r.get(0),
-                )
-                .optional()?
-                .unwrap_or(0);
-            let live: std::collections::HashSet<u64> = ids.iter().copied().collect();
-            for k in 1..=max_key as u64 {
-                if !live.contains(&k) && self.index.contains(k) {
-                    self.remove_vector(k)?;
-                    removed += 1;
-                }
-            }
-        }
-        Ok(Consistency {
-            chunks: ids.len(),
-            vectors: self.index.size(),
-            missing_vectors: missing,
-            orphan_vectors_removed: removed,
-        })
     }
 }
 

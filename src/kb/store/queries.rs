@@ -1,5 +1,8 @@
-//! The read queries protocols, the service and benchmarks need, by name: nothing outside
-//! the store writes SQL.
+//! Every read of the store, by name: the only `Store` methods callable outside `kb`
+//! (writes are `pub(in crate::kb)`, made under the writer lock). Nothing outside the store
+//! writes SQL.
+
+use std::path::Path;
 
 use anyhow::{anyhow, Result};
 use rusqlite::{params, OptionalExtension};
@@ -10,6 +13,50 @@ use super::{
 };
 
 impl Store {
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn document(&self, root: &str, path: &str) -> Result<Option<DocRecord>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id, root, path, hash, mtime_ns, size FROM documents WHERE root = ?1 AND path = ?2",
+                params![root, path],
+                doc_record,
+            )
+            .optional()?)
+    }
+
+    pub fn documents_under(&self, root: &str) -> Result<Vec<DocRecord>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, root, path, hash, mtime_ns, size FROM documents WHERE root = ?1",
+        )?;
+        let rows = stmt.query_map(params![root], doc_record)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn is_excluded(&self, root: &str, path: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT 1 FROM excluded WHERE root = ?1 AND path = ?2",
+                params![root, path],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+
+    /// The removed documents, as (root, path).
+    pub fn excluded(&self) -> Result<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT root, path FROM excluded ORDER BY path, root")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// The stored vector of a chunk (f16 in the index, widened).
     pub fn vector(&self, key: u64) -> Option<Vec<f32>> {
         let mut buf = vec![0f32; self.dim];

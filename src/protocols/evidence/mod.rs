@@ -88,7 +88,7 @@ impl Evidence {
             // Sentences come from the whole section, so none is cut at a chunk edge; a
             // sentence belongs to the hit if the chunk holds its start or it holds the
             // chunk's start.
-            let section = kb.store.section_text_of(h.key)?;
+            let section = kb.store().section_text_of(h.key)?;
             retrieved_text.push_str(&format!("{}\n{}\n", h.file, h.section).to_lowercase());
             let section_units = match split.entry(section) {
                 Entry::Occupied(e) => e.into_mut(),
@@ -139,7 +139,7 @@ impl Evidence {
                 || w.chars().skip(1).any(char::is_uppercase)
                 || w.chars().any(|c| c.is_ascii_digit());
             if named && w.chars().count() >= 2 {
-                if !kb.store.term_known(w)? {
+                if !kb.store().term_known(w)? {
                     unknown_terms.push(w.to_string());
                 } else if !hits.is_empty()
                     && is_proper_name(w)

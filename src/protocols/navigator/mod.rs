@@ -41,11 +41,12 @@ use crate::kb::KnowledgeBase;
 use crate::llm::Llm;
 use crate::schemas::{self, SchemaId};
 
+mod confidence;
 mod refusal;
 
-pub const HIGH_MIN: f64 = 0.78;
-pub const CONFIRMING_MIN: f64 = 0.75;
-pub const MEDIUM_MIN: f64 = 0.72;
+pub use confidence::{confidence_level, Level, CONFIRMING_MIN, HIGH_MIN, MEDIUM_MIN};
+use confidence::{reader_confidence, score_confidence};
+
 const MAX_SOURCES: usize = 3;
 pub(crate) const MAX_RELATED: usize = 5;
 
@@ -65,29 +66,6 @@ pub struct NavigatorResponse {
     pub confidence_reason: String,
     pub related_topics: Vec<String>,
     pub out_of_domain: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    Low,
-    Medium,
-    High,
-}
-
-impl Level {
-    fn name(self) -> &'static str {
-        match self {
-            Level::Low => "low",
-            Level::Medium => "medium",
-            Level::High => "high",
-        }
-    }
-    fn lower(self) -> Level {
-        match self {
-            Level::High => Level::Medium,
-            _ => Level::Low,
-        }
-    }
 }
 
 /// Retrieved sections grouped by file, best first: file → [(heading, best score, hit)].
@@ -151,10 +129,10 @@ impl SectionFacts {
             if facts.neighbours.contains_key(&key) {
                 continue;
             }
-            if kb.store.section_exists(&h.file, &h.section)? {
+            if kb.store().section_exists(&h.file, &h.section)? {
                 facts.existing.insert(key.clone());
             }
-            let n = kb.store.neighbour_headings(&h.file, &h.section_path)?;
+            let n = kb.store().neighbour_headings(&h.file, &h.section_path)?;
             facts.neighbours.insert(key, n);
         }
         Ok(facts)
@@ -304,17 +282,6 @@ impl Pending for PendingNavigator {
     }
 }
 
-/// Both steps at once, for callers that hold the model already (tests, benchmarks).
-pub fn answer(
-    kb: &KnowledgeBase,
-    llm: Option<&mut Llm>,
-    question: &str,
-    k: usize,
-    mode: AnswerMode,
-) -> Result<(NavigatorResponse, Report)> {
-    prepare(kb, question, k, mode)?.complete(llm)
-}
-
 /// What a cited answer's confidence rests on.
 enum Basis {
     /// The scores of the cited sections (the written rules of the module docs).
@@ -371,75 +338,6 @@ fn cite(
         out_of_domain: false,
     };
     check(response, ev, facts, report, Some(level))
-}
-
-/// Confidence from the cited sections' scores, with its reason.
-fn score_confidence(scores: &[f64], files: usize, n_sources: usize) -> (Level, String) {
-    let best = scores.iter().copied().fold(0.0, f64::max);
-    let level = confidence_level(scores, files);
-    let confirming = scores.len() >= 2 && scores.iter().all(|s| *s >= CONFIRMING_MIN);
-    let why = match level {
-        Level::High if confirming => format!(
-            "{n_sources} cited sections all match the question closely (best {best:.2}) and agree"
-        ),
-        Level::High => format!(
-            "the cited section matches the question closely (score {best:.2}) and answers it directly"
-        ),
-        Level::Medium if files >= 2 => {
-            format!("the answer combines sections from {files} files (best score {best:.2})")
-        }
-        Level::Medium => {
-            format!("the cited section is relevant (score {best:.2}) but not an exact match")
-        }
-        Level::Low => format!("the closest section is only partially relevant (score {best:.2})"),
-    };
-    (level, why)
-}
-
-/// Confidence from the reader's verdict (the seed's levels): the quoted passages state
-/// the answer in one file (high: one authoritative source), in several files (medium:
-/// synthesis), or answer only part of the question (low: partial).
-fn reader_confidence(verdict: Verdict, sources: &[Source], files: usize) -> (Level, String) {
-    let named = sources
-        .iter()
-        .map(|s| format!("{} § {}", s.file, s.section))
-        .collect::<Vec<_>>()
-        .join("; ");
-    match verdict {
-        Verdict::Answers if files <= 1 => (
-            Level::High,
-            format!("the quoted passages of {named} state the answer directly, one authoritative source"),
-        ),
-        Verdict::Answers => (
-            Level::Medium,
-            format!("the answer combines passages from {files} files ({named})"),
-        ),
-        Verdict::Partly => (
-            Level::Low,
-            format!("the quoted passages of {named} answer only part of the question"),
-        ),
-        Verdict::DoesNotAnswer => (
-            Level::Low,
-            format!(
-                "the closest passages ({named}) may not answer the question: the reader judged \
-                 that they do not; check the cited sections"
-            ),
-        ),
-    }
-}
-
-/// The written confidence rules (module docs) over the cited sections' scores and the
-/// number of distinct files cited.
-pub fn confidence_level(scores: &[f64], files: usize) -> Level {
-    let best = scores.iter().copied().fold(0.0, f64::max);
-    let confirming = scores.len() >= 2 && scores.iter().all(|s| *s >= CONFIRMING_MIN);
-    if best >= HIGH_MIN && (files <= 1 || confirming) {
-        Level::High
-    } else if best >= MEDIUM_MIN || files >= 2 {
-        Level::Medium
-    } else {
-        Level::Low
-    }
 }
 
 fn capitalise(s: &str) -> String {

@@ -15,6 +15,11 @@ use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::QTensor;
 use candle_core::Device;
 
+/// GGUF `general.architecture` values the runtime (`llm`) has a family module for.
+/// Adding a family means one module building a `decoder::Decoder` (or another `CausalLm`),
+/// one arm in `Llm::load_path`, and its name here, so `models import` accepts it.
+pub const SUPPORTED_ARCHITECTURES: &[&str] = &["llama", "qwen2", "qwen3", "phi3", "gemma3"];
+
 /// An opened, checked GGUF file.
 pub struct GgufFile {
     pub path: PathBuf,
@@ -131,12 +136,12 @@ impl GgufFile {
 pub fn inspect(path: &Path) -> Result<GgufSummary> {
     let f = GgufFile::open(path)?;
     let summary = f.summary()?;
-    if !super::SUPPORTED_ARCHITECTURES.contains(&summary.architecture.as_str()) {
+    if !SUPPORTED_ARCHITECTURES.contains(&summary.architecture.as_str()) {
         bail!(
             "{}: architecture '{}' is not supported yet (supported: {})",
             path.display(),
             summary.architecture,
-            super::SUPPORTED_ARCHITECTURES.join(", ")
+            SUPPORTED_ARCHITECTURES.join(", ")
         );
     }
     Ok(summary)

@@ -4,20 +4,24 @@
 //! already stored is lost because of it.
 
 use std::path::{Path, PathBuf};
-use std::time::{Instant, UNIX_EPOCH};
+use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
-use tokenizers::Tokenizer;
+mod files;
+mod prepare;
 
-use super::chunk::{chunk_spans, ChunkParams};
+pub use files::{content_hash, Candidate};
+pub use prepare::{make_chunks, PREPARE_GROUP};
+
+use files::{candidates, check_file, root_key};
+
+use super::chunk::ChunkParams;
 use super::lock::WriterLock;
 use super::parse::{self, DocKind, ParsedDoc};
-use super::store::{embed_text, NewChunk};
+use super::store::NewChunk;
 use super::KnowledgeBase;
-use crate::embed::Embedder;
 
 /// Bump when parsing or chunking changes what is stored for the same file.
 pub const PARSER_VERSION: u32 = 3;
@@ -85,117 +89,6 @@ pub enum IngestEvent<'a> {
     File { path: &'a str, chunks: usize },
 }
 
-/// A file to consider, with its path relative to the ingested root.
-pub struct Candidate {
-    abs: PathBuf,
-    pub rel: String,
-}
-
-/// The documents under `root`, and the entries with a document's name that are not
-/// regular files (links are not followed: they could lead out of the folder or in a
-/// circle; a FIFO or device would block the read), each with why it is skipped.
-fn candidates(root: &Path, images: bool) -> (Vec<Candidate>, Vec<(String, String)>) {
-    if root.is_file() {
-        let rel = root
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
-        let file = Candidate {
-            abs: root.to_path_buf(),
-            rel,
-        };
-        return (vec![file], Vec::new());
-    }
-    let mut out = Vec::new();
-    let mut skipped = Vec::new();
-    let walk = ignore::WalkBuilder::new(root)
-        .hidden(true)
-        .git_ignore(true)
-        .require_git(false)
-        .build();
-    for e in walk.flatten() {
-        match DocKind::from_path(e.path()) {
-            None => continue,
-            Some(DocKind::Image) if !images => continue,
-            Some(_) => {}
-        }
-        let Ok(rel) = e.path().strip_prefix(root) else {
-            continue;
-        };
-        let rel = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/");
-        match e.file_type() {
-            Some(t) if t.is_file() => out.push(Candidate {
-                abs: e.path().to_path_buf(),
-                rel,
-            }),
-            Some(t) if t.is_symlink() => skipped.push((
-                rel,
-                "a symbolic link; links are not followed (copy the file into the folder)"
-                    .to_string(),
-            )),
-            Some(t) if !t.is_dir() => skipped.push((
-                rel,
-                "not a regular file (a FIFO, socket or device)".to_string(),
-            )),
-            _ => {}
-        }
-    }
-    out.sort_by(|a, b| a.rel.cmp(&b.rel));
-    skipped.sort();
-    (out, skipped)
-}
-
-/// The root a file is recorded under: the ingested folder (canonical), or for a single
-/// file its parent folder.
-fn root_key(root: &Path) -> Result<String> {
-    let canon = root
-        .canonicalize()
-        .with_context(|| format!("cannot read {}", root.display()))?;
-    let dir = if canon.is_file() {
-        canon.parent().map(Path::to_path_buf).unwrap_or(canon)
-    } else {
-        canon
-    };
-    Ok(dir.to_string_lossy().to_string())
-}
-
-/// Chunk ids: `pdfpage_{page}_chunk_{i}` for PDFs (i counts chunks within the page, as the
-/// RAG format specifies), `{anchor}_chunk_{i}` otherwise (i counts within the section).
-/// Both depend only on the document's own content, so they are stable across re-ingest.
-pub fn make_chunks(
-    doc: &ParsedDoc,
-    tok: &tokenizers::Tokenizer,
-    params: ChunkParams,
-) -> Result<Vec<NewChunk>> {
-    let mut chunks = Vec::new();
-    let mut per_page: std::collections::HashMap<u32, usize> = Default::default();
-    for (si, s) in doc.sections.iter().enumerate() {
-        for (i, span) in chunk_spans(tok, &s.text, params)?.into_iter().enumerate() {
-            let chunk_id = match (doc.kind, s.page) {
-                (DocKind::Pdf, Some(page)) => {
-                    let n = per_page.entry(page).or_insert(0);
-                    *n += 1;
-                    format!("pdfpage_{page}_chunk_{}", *n - 1)
-                }
-                _ => format!("{}_chunk_{i}", s.anchor),
-            };
-            chunks.push(NewChunk {
-                section: si,
-                chunk_id,
-                page: s.page,
-                start: span.start,
-                end: span.end,
-                text: s.text[span.start..span.end].to_string(),
-            });
-        }
-    }
-    Ok(chunks)
-}
-
 /// Ingests `roots` into `kb`, holding it throughout (the CLI's way). A caller that must
 /// let others read while it ingests drives an `IngestRun` itself.
 pub fn ingest(
@@ -258,19 +151,19 @@ pub struct RunFile {
 
 /// A new or changed file to parse and embed.
 pub struct Work {
-    root: String,
-    rel: String,
-    abs: PathBuf,
-    bytes: Vec<u8>,
-    hash: String,
-    mtime_ns: i64,
-    existed: bool,
+    pub(super) root: String,
+    pub(super) rel: String,
+    pub(super) abs: PathBuf,
+    pub(super) bytes: Vec<u8>,
+    pub(super) hash: String,
+    pub(super) mtime_ns: i64,
+    pub(super) existed: bool,
 }
 
 /// A file parsed, chunked and embedded, ready to commit (or why it is skipped).
 pub struct Prepared {
-    work: Work,
-    result: Result<(ParsedDoc, Vec<NewChunk>, Vec<Vec<f32>>)>,
+    pub(super) work: Work,
+    pub(super) result: Result<(ParsedDoc, Vec<NewChunk>, Vec<Vec<f32>>)>,
 }
 
 impl IngestRun {
@@ -450,124 +343,4 @@ impl IngestRun {
         self.report.seconds = self.start.elapsed().as_secs_f64();
         Ok(self.report)
     }
-}
-
-/// Whether a file is new or changed, by content hash (and its bytes when it is).
-fn check_file(
-    kb: &KnowledgeBase,
-    root: &str,
-    c: &Candidate,
-    max_file_bytes: u64,
-    force: bool,
-) -> Result<Option<Work>> {
-    let meta = std::fs::metadata(&c.abs).context("cannot read")?;
-    // Before reading: a huge file must not be read into memory only to be refused.
-    if meta.len() > max_file_bytes {
-        anyhow::bail!(
-            "too large ({} MB > {} MB limit)",
-            meta.len() / 1_000_000,
-            max_file_bytes / 1_000_000
-        );
-    }
-    let mtime_ns = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0);
-    let existing = kb.store.document(root, &c.rel)?;
-    let bytes = std::fs::read(&c.abs).context("cannot read")?;
-    let hash = content_hash(&bytes);
-    if let Some(doc) = existing.as_ref().filter(|_| !force) {
-        if doc.hash == hash {
-            if doc.mtime_ns != mtime_ns {
-                kb.store.touch(doc.id, mtime_ns)?;
-            }
-            return Ok(None);
-        }
-    }
-    Ok(Some(Work {
-        root: root.to_string(),
-        rel: c.rel.clone(),
-        abs: c.abs.clone(),
-        bytes,
-        hash,
-        mtime_ns,
-        existed: existing.is_some(),
-    }))
-}
-
-/// Files prepared together: their chunks are embedded in one call, so batches are full
-/// and sorted by length across documents instead of one small, ragged batch per file
-/// (documentation folders are many small files).
-pub const PREPARE_GROUP: usize = 16;
-
-impl Work {
-    /// Parses (in a worker when the options say so), chunks and embeds; needs no KB.
-    /// `tok` is the embedder's counting tokenizer.
-    pub fn prepare(self, embedder: &Embedder, tok: &Tokenizer, opts: &IngestOptions) -> Prepared {
-        Work::prepare_group(vec![self], embedder, tok, opts)
-            .pop()
-            .expect("one prepared per work")
-    }
-
-    fn parse_and_chunk(
-        &self,
-        tok: &Tokenizer,
-        opts: &IngestOptions,
-    ) -> Result<(ParsedDoc, Vec<NewChunk>)> {
-        let parsed = match &opts.isolation {
-            Some(iso) => parse::worker::parse_isolated(iso, &self.abs, &self.bytes)?,
-            None => std::panic::catch_unwind(|| parse::parse(&self.abs, &self.bytes))
-                .map_err(|_| anyhow::anyhow!("the parser panicked on this file"))??,
-        };
-        let chunks = make_chunks(&parsed, tok, opts.chunk)?;
-        Ok((parsed, chunks))
-    }
-
-    /// `prepare` for several files at once (see `PREPARE_GROUP`); one result per work, in
-    /// order. A file that fails to parse fails alone.
-    pub fn prepare_group(
-        works: Vec<Work>,
-        embedder: &Embedder,
-        tok: &Tokenizer,
-        opts: &IngestOptions,
-    ) -> Vec<Prepared> {
-        let parsed: Vec<Result<(ParsedDoc, Vec<NewChunk>)>> =
-            works.iter().map(|w| w.parse_and_chunk(tok, opts)).collect();
-        let texts: Vec<String> = parsed
-            .iter()
-            .flatten()
-            .flat_map(|(doc, chunks)| {
-                chunks
-                    .iter()
-                    .map(|ch| embed_text(&doc.sections[ch.section].path, &ch.text))
-            })
-            .collect();
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let mut vectors = embedder.embed(&refs).map(|v| v.into_iter());
-        works
-            .into_iter()
-            .zip(parsed)
-            .map(|(work, parsed)| {
-                let result = parsed.and_then(|(doc, chunks)| match &mut vectors {
-                    Ok(all) => {
-                        let mine = all.by_ref().take(chunks.len()).collect();
-                        Ok((doc, chunks, mine))
-                    }
-                    Err(e) => Err(anyhow::anyhow!("embedding failed: {e:#}")),
-                });
-                Prepared { work, result }
-            })
-            .collect()
-    }
-}
-
-/// A document's stored hash: of its bytes and the parser version, so a parser change
-/// re-ingests everything (a `-incomplete` suffix marks a document read in part).
-pub fn content_hash(bytes: &[u8]) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(PARSER_VERSION.to_le_bytes());
-    hasher.update(bytes);
-    format!("{:x}", hasher.finalize())
 }

@@ -1,0 +1,144 @@
+//! The files of an ingest: what is under a folder, the root each is recorded under, and
+//! whether each is new or changed (by content hash).
+
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+
+use super::{Work, PARSER_VERSION};
+use crate::kb::parse::DocKind;
+use crate::kb::KnowledgeBase;
+
+/// A file to consider, with its path relative to the ingested root.
+pub struct Candidate {
+    pub(super) abs: PathBuf,
+    pub rel: String,
+}
+
+/// The documents under `root`, and the entries with a document's name that are not
+/// regular files (links are not followed: they could lead out of the folder or in a
+/// circle; a FIFO or device would block the read), each with why it is skipped.
+pub(super) fn candidates(root: &Path, images: bool) -> (Vec<Candidate>, Vec<(String, String)>) {
+    if root.is_file() {
+        let rel = root
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let file = Candidate {
+            abs: root.to_path_buf(),
+            rel,
+        };
+        return (vec![file], Vec::new());
+    }
+    let mut out = Vec::new();
+    let mut skipped = Vec::new();
+    let walk = ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .git_ignore(true)
+        .require_git(false)
+        .build();
+    for e in walk.flatten() {
+        match DocKind::from_path(e.path()) {
+            None => continue,
+            Some(DocKind::Image) if !images => continue,
+            Some(_) => {}
+        }
+        let Ok(rel) = e.path().strip_prefix(root) else {
+            continue;
+        };
+        let rel = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        match e.file_type() {
+            Some(t) if t.is_file() => out.push(Candidate {
+                abs: e.path().to_path_buf(),
+                rel,
+            }),
+            Some(t) if t.is_symlink() => skipped.push((
+                rel,
+                "a symbolic link; links are not followed (copy the file into the folder)"
+                    .to_string(),
+            )),
+            Some(t) if !t.is_dir() => skipped.push((
+                rel,
+                "not a regular file (a FIFO, socket or device)".to_string(),
+            )),
+            _ => {}
+        }
+    }
+    out.sort_by(|a, b| a.rel.cmp(&b.rel));
+    skipped.sort();
+    (out, skipped)
+}
+
+/// The root a file is recorded under: the ingested folder (canonical), or for a single
+/// file its parent folder.
+pub(super) fn root_key(root: &Path) -> Result<String> {
+    let canon = root
+        .canonicalize()
+        .with_context(|| format!("cannot read {}", root.display()))?;
+    let dir = if canon.is_file() {
+        canon.parent().map(Path::to_path_buf).unwrap_or(canon)
+    } else {
+        canon
+    };
+    Ok(dir.to_string_lossy().to_string())
+}
+
+/// Whether a file is new or changed, by content hash (and its bytes when it is).
+pub(super) fn check_file(
+    kb: &KnowledgeBase,
+    root: &str,
+    c: &Candidate,
+    max_file_bytes: u64,
+    force: bool,
+) -> Result<Option<Work>> {
+    let meta = std::fs::metadata(&c.abs).context("cannot read")?;
+    // Before reading: a huge file must not be read into memory only to be refused.
+    if meta.len() > max_file_bytes {
+        anyhow::bail!(
+            "too large ({} MB > {} MB limit)",
+            meta.len() / 1_000_000,
+            max_file_bytes / 1_000_000
+        );
+    }
+    let mtime_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0);
+    let existing = kb.store.document(root, &c.rel)?;
+    let bytes = std::fs::read(&c.abs).context("cannot read")?;
+    let hash = content_hash(&bytes);
+    if let Some(doc) = existing.as_ref().filter(|_| !force) {
+        if doc.hash == hash {
+            if doc.mtime_ns != mtime_ns {
+                kb.store.touch(doc.id, mtime_ns)?;
+            }
+            return Ok(None);
+        }
+    }
+    Ok(Some(Work {
+        root: root.to_string(),
+        rel: c.rel.clone(),
+        abs: c.abs.clone(),
+        bytes,
+        hash,
+        mtime_ns,
+        existed: existing.is_some(),
+    }))
+}
+
+/// A document's stored hash: of its bytes and the parser version, so a parser change
+/// re-ingests everything (a `-incomplete` suffix marks a document read in part).
+pub fn content_hash(bytes: &[u8]) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(PARSER_VERSION.to_le_bytes());
+    hasher.update(bytes);
+    format!("{:x}", hasher.finalize())
+}

@@ -1,0 +1,110 @@
+//! A file's work away from the KB: parse (in a worker), chunk, embed; several files'
+//! chunks embedded together.
+
+use anyhow::Result;
+use tokenizers::Tokenizer;
+
+use super::{IngestOptions, Prepared, Work};
+use crate::embed::Embedder;
+use crate::kb::chunk::{chunk_spans, ChunkParams};
+use crate::kb::parse::{self, DocKind, ParsedDoc};
+use crate::kb::store::{embed_text, NewChunk};
+
+/// Chunk ids: `pdfpage_{page}_chunk_{i}` for PDFs (i counts chunks within the page, as the
+/// RAG format specifies), `{anchor}_chunk_{i}` otherwise (i counts within the section).
+/// Both depend only on the document's own content, so they are stable across re-ingest.
+pub fn make_chunks(
+    doc: &ParsedDoc,
+    tok: &tokenizers::Tokenizer,
+    params: ChunkParams,
+) -> Result<Vec<NewChunk>> {
+    let mut chunks = Vec::new();
+    let mut per_page: std::collections::HashMap<u32, usize> = Default::default();
+    for (si, s) in doc.sections.iter().enumerate() {
+        for (i, span) in chunk_spans(tok, &s.text, params)?.into_iter().enumerate() {
+            let chunk_id = match (doc.kind, s.page) {
+                (DocKind::Pdf, Some(page)) => {
+                    let n = per_page.entry(page).or_insert(0);
+                    *n += 1;
+                    format!("pdfpage_{page}_chunk_{}", *n - 1)
+                }
+                _ => format!("{}_chunk_{i}", s.anchor),
+            };
+            chunks.push(NewChunk {
+                section: si,
+                chunk_id,
+                page: s.page,
+                start: span.start,
+                end: span.end,
+                text: s.text[span.start..span.end].to_string(),
+            });
+        }
+    }
+    Ok(chunks)
+}
+
+/// Files prepared together: their chunks are embedded in one call, so batches are full
+/// and sorted by length across documents instead of one small, ragged batch per file
+/// (documentation folders are many small files).
+pub const PREPARE_GROUP: usize = 16;
+
+impl Work {
+    /// Parses (in a worker when the options say so), chunks and embeds; needs no KB.
+    /// `tok` is the embedder's counting tokenizer.
+    pub fn prepare(self, embedder: &Embedder, tok: &Tokenizer, opts: &IngestOptions) -> Prepared {
+        Work::prepare_group(vec![self], embedder, tok, opts)
+            .pop()
+            .expect("one prepared per work")
+    }
+
+    fn parse_and_chunk(
+        &self,
+        tok: &Tokenizer,
+        opts: &IngestOptions,
+    ) -> Result<(ParsedDoc, Vec<NewChunk>)> {
+        let parsed = match &opts.isolation {
+            Some(iso) => parse::worker::parse_isolated(iso, &self.abs, &self.bytes)?,
+            None => std::panic::catch_unwind(|| parse::parse(&self.abs, &self.bytes))
+                .map_err(|_| anyhow::anyhow!("the parser panicked on this file"))??,
+        };
+        let chunks = make_chunks(&parsed, tok, opts.chunk)?;
+        Ok((parsed, chunks))
+    }
+
+    /// `prepare` for several files at once (see `PREPARE_GROUP`); one result per work, in
+    /// order. A file that fails to parse fails alone.
+    pub fn prepare_group(
+        works: Vec<Work>,
+        embedder: &Embedder,
+        tok: &Tokenizer,
+        opts: &IngestOptions,
+    ) -> Vec<Prepared> {
+        let parsed: Vec<Result<(ParsedDoc, Vec<NewChunk>)>> =
+            works.iter().map(|w| w.parse_and_chunk(tok, opts)).collect();
+        let texts: Vec<String> = parsed
+            .iter()
+            .flatten()
+            .flat_map(|(doc, chunks)| {
+                chunks
+                    .iter()
+                    .map(|ch| embed_text(&doc.sections[ch.section].path, &ch.text))
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut vectors = embedder.embed(&refs).map(|v| v.into_iter());
+        works
+            .into_iter()
+            .zip(parsed)
+            .map(|(work, parsed)| {
+                let result = parsed.and_then(|(doc, chunks)| match &mut vectors {
+                    Ok(all) => {
+                        let mine = all.by_ref().take(chunks.len()).collect();
+                        Ok((doc, chunks, mine))
+                    }
+                    Err(e) => Err(anyhow::anyhow!("embedding failed: {e:#}")),
+                });
+                Prepared { work, result }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,102 @@
+//! Answers and navigation: the rules under the KB lock, the model after it is released.
+//! The typed results are for shells that print the response object and its report (the
+//! CLI); `Request::Ask` and `Request::Navigate` wrap the same calls in their JSON.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::{document, non_empty, AskParams, Service, ServiceError};
+use crate::protocols::section_tool::{self, HeadingTree, Navigation};
+use crate::protocols::watch::Watch;
+use crate::protocols::{
+    default_mode, prepare_ask, Answer, AnswerFormat, AskRequest, Report, DEFAULT_K,
+};
+
+/// The most chunks a request may ask to retrieve.
+const MAX_K: usize = 20;
+
+impl Service {
+    /// The answer object in its format with the report of what decided it. The one set
+    /// of defaults every shell gets: the rag format, the reader when an LLM is available
+    /// (else extractive), `DEFAULT_K` chunks.
+    pub fn answer(&self, params: AskParams) -> Result<Answer, ServiceError> {
+        self.answer_watched(params, &mut Watch::none())
+    }
+
+    /// An answer watched as it is generated: `on_answer_text` gets the model's draft of
+    /// the answer text in pieces (nothing when the rules answer alone), then the response
+    /// is returned as `Request::Ask` returns it. Setting `cancel` stops the generation.
+    pub fn ask_watched(
+        &self,
+        params: AskParams,
+        on_answer_text: &mut dyn FnMut(&str),
+        cancel: Arc<AtomicBool>,
+    ) -> Result<Value, ServiceError> {
+        let result = self.ask(params, &mut Watch::new(on_answer_text, cancel));
+        if matches!(result, Err(ServiceError::Cancelled)) {
+            self.cancelled.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    pub(super) fn ask(&self, params: AskParams, watch: &mut Watch) -> Result<Value, ServiceError> {
+        let answer = self.answer_watched(params, watch)?;
+        let citations = document::citations(
+            &self.kb(),
+            answer.format,
+            &answer.value,
+            &answer.report.hits,
+        );
+        // The answer string is Markdown (code kept as code); the UI shows this rendering.
+        let text = match answer.format {
+            AnswerFormat::Navigator => &answer.value["answer"],
+            AnswerFormat::Rag => &answer.value["final_answer"],
+        };
+        let answer_html = document::markdown_html(text.as_str().unwrap_or_default());
+        Ok(json!({
+            "format": answer.format, "response": answer.value,
+            "citations": citations, "decision": answer.report.decision,
+            "answer_html": answer_html,
+        }))
+    }
+
+    fn answer_watched(&self, params: AskParams, watch: &mut Watch) -> Result<Answer, ServiceError> {
+        let req = AskRequest {
+            question: non_empty("question", &params.question)?.to_string(),
+            format: params.format.unwrap_or_default(),
+            mode: Some(
+                params
+                    .mode
+                    .unwrap_or_else(|| default_mode(self.llm_available())),
+            ),
+            k: params.k.unwrap_or(DEFAULT_K).clamp(1, MAX_K),
+        };
+        let step = {
+            let kb = self.kb();
+            kb.require_chunks()?;
+            prepare_ask(&kb, &req)?
+        };
+        self.finish_watched(step, watch)
+    }
+
+    /// The navigate_to_section call for a question, with the report of what decided it.
+    pub fn navigate(&self, question: &str) -> Result<(Navigation, Report), ServiceError> {
+        let question = non_empty("question", question)?;
+        let step = section_tool::prepare(&self.kb(), question)
+            .map_err(|e| ServiceError::BadRequest(format!("{e:#}")))?;
+        self.finish(step)
+    }
+
+    /// The navigate_to_section tool definition over the open KB's headings: OpenAI's
+    /// function format, or Gemini's `functionDeclarations`.
+    pub fn section_tool(&self, gemini: bool) -> Result<Value, ServiceError> {
+        let tree = HeadingTree::load(&self.kb())?;
+        Ok(if gemini {
+            tree.gemini_declaration()
+        } else {
+            tree.tool_definition()
+        })
+    }
+}
