@@ -344,13 +344,12 @@ impl Linear {
         let (rows, k) = x.dims2()?;
         let y = match (&self.prefill, &self.decode) {
             (Some(w), _) if rows >= PREFILL_F32_MIN_ROWS => x.matmul(&w.t()?)?,
-            // Tiles multiply a prompt's rows themselves, each weight load serving four rows
-            // (Qwen2.5 0.5B, 512 tokens, 2 threads: 262–264 tok/s, against 197–201 through
-            // the f32 GEMM below).
+            // Tiles multiply a prompt's rows themselves, each weight load serving four rows:
+            // faster than the f32 GEMM below (docs/PERFORMANCE.md).
             (_, Decode::Tiled(t)) => t.forward(x)?,
             // Without copies, a prompt's rows amortise dequantizing the weight for one f32
-            // GEMM (measured on Qwen2.5 0.5B, 512 tokens, 2 threads: 84 tok/s against 52
-            // through the quantized matmul; f32 copies would give 105 for 2 GB more).
+            // GEMM: faster than the quantized matmul, and f32 copies would cost gigabytes
+            // more for a little more speed (docs/PERFORMANCE.md).
             (None, Decode::Candle(q)) if rows >= PREFILL_DEQUANTIZE_MIN_ROWS => {
                 let w = match q {
                     QMatMul::QTensor(q) if x.device().is_cpu() => dequantize_parallel(q)?,

@@ -35,9 +35,8 @@ use crate::llm::Llm;
 /// Retrieved chunks shown to the model, best first.
 pub const PASSAGES: usize = 3;
 /// Characters of each passage's sentences the model reads. Less text, fewer distractions
-/// and sooner first words; on git-doc's tuning half (reader): whole chunks (up to 160
-/// word pieces) keyword share 0.36, first words p50 about 3.6 s; 450 characters 0.40,
-/// 2.9 s; 300 characters 0.38, 2.7 s.
+/// and sooner first words; chosen on git-doc's tuning half against whole chunks and 300
+/// characters (docs/CHANGELOG.md).
 pub const PASSAGE_CHARS: usize = 450;
 /// Passages an answer may quote.
 pub const MAX_QUOTES: usize = 2;
@@ -79,10 +78,9 @@ pub struct Reading {
 
 /// The passages offered: the first retrieved chunks in the hybrid ranking (indices into
 /// `Evidence::hits`). Not re-sorted by cosine, which dropped chunks BM25 ranks high for
-/// the question's exact words. Measured against the cosine order on git-doc, reader: the
-/// tuning half's cited file 0.76 → 0.80 and keywords 0.37 → 0.39, the report half's
-/// 0.71 → 0.69 and 0.39 → 0.37 (one question each): no gain beyond noise, kept because
-/// the passages are then the ones retrieval ranks first.
+/// the question's exact words. Against the cosine order on git-doc it moved the figures
+/// by one question either way (docs/CHANGELOG.md); kept because the passages are then
+/// the ones retrieval ranks first.
 pub fn passages(ev: &Evidence) -> Vec<usize> {
     (0..ev.hits.len().min(PASSAGES)).collect()
 }
