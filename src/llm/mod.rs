@@ -15,9 +15,9 @@ pub mod q5_0;
 pub mod q8_0;
 pub mod qwen2;
 pub mod qwen3;
-mod runtime;
 #[cfg(test)]
 mod reference_tests;
+mod runtime;
 pub mod sampling;
 pub mod synthetic;
 pub mod tiled_q8;

@@ -10,10 +10,10 @@ use candle_core::quantized::GgmlDType;
 use candle_core::Device;
 use tokenizers::Tokenizer;
 
-use crate::constrain::GrammarEngine;
-use crate::models::VerifiedModel;
 use super::chat_template::{self, ChatTemplate, Message};
 use super::{gemma3, llama, phi3, qwen2, qwen3, select_device, tokenizer, SUPPORTED_ARCHITECTURES};
+use crate::constrain::GrammarEngine;
+use crate::models::VerifiedModel;
 
 /// A causal language model with its own KV cache.
 pub trait CausalLm: Send {

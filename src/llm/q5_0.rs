@@ -70,18 +70,27 @@ pub(super) fn q8_blocks(ys: &[BlockQ8_0]) -> &[Q8Block] {
     unsafe { cast_blocks(ys) }
 }
 
+/// The items of a `GgmlType` impl that a block type of candle's layout takes from candle's
+/// own type (`$candle`), through the module's `as_candle` / `as_candle_mut` views.
+macro_rules! candle_layout_items {
+    ($candle:ty, $dtype:expr) => {
+        const DTYPE: GgmlDType = $dtype;
+        const BLCK_SIZE: usize = QK;
+        type VecDotType = BlockQ8_0;
+
+        fn to_float(xs: &[Self], ys: &mut [f32]) {
+            <$candle>::to_float(as_candle(xs), ys)
+        }
+
+        fn from_float(xs: &[f32], ys: &mut [Self]) {
+            <$candle>::from_float(xs, as_candle_mut(ys))
+        }
+    };
+}
+pub(super) use candle_layout_items;
+
 impl GgmlType for BlockQ5_0Avx {
-    const DTYPE: GgmlDType = GgmlDType::Q5_0;
-    const BLCK_SIZE: usize = QK;
-    type VecDotType = BlockQ8_0;
-
-    fn to_float(xs: &[Self], ys: &mut [f32]) {
-        BlockQ5_0::to_float(as_candle(xs), ys)
-    }
-
-    fn from_float(xs: &[f32], ys: &mut [Self]) {
-        BlockQ5_0::from_float(xs, as_candle_mut(ys))
-    }
+    candle_layout_items!(BlockQ5_0, GgmlDType::Q5_0);
 
     fn vec_dot(n: usize, xs: &[Self], ys: &[Self::VecDotType]) -> f32 {
         #[cfg(target_arch = "x86_64")]
@@ -110,14 +119,23 @@ impl GgmlType for BlockQ5_0Avx {
                 unsafe { avx2::vec_dot_4(n, [xs0, xs1, xs2, xs3], q8_blocks(ys)) };
             return (d0, d1, d2, d3);
         }
-        let (d0, d1) = Self::vec_dot_2(n, xs0, xs1, ys);
-        let (d2, d3) = Self::vec_dot_2(n, xs2, xs3, ys);
-        (d0, d1, d2, d3)
+        dot_4_by_pairs(n, [xs0, xs1, xs2, xs3], ys)
     }
 
     fn vec_dot_unopt(n: usize, xs: &[Self], ys: &[Self::VecDotType]) -> f32 {
         BlockQ5_0::vec_dot(n, as_candle(xs), ys)
     }
+}
+
+/// Four dot products as two `vec_dot_2` pairs: the four-row product without AVX2.
+pub(super) fn dot_4_by_pairs<T: GgmlType>(
+    n: usize,
+    [xs0, xs1, xs2, xs3]: [&[T]; 4],
+    ys: &[T::VecDotType],
+) -> (f32, f32, f32, f32) {
+    let (d0, d1) = T::vec_dot_2(n, xs0, xs1, ys);
+    let (d2, d3) = T::vec_dot_2(n, xs2, xs3, ys);
+    (d0, d1, d2, d3)
 }
 
 /// The same matrix with the AVX2 block type (a copy of the bytes; the layout is identical).

@@ -12,7 +12,7 @@ use candle_core::quantized::k_quants::{BlockQ8_0, GgmlType};
 use candle_core::quantized::{GgmlDType, QTensor};
 use half::f16;
 
-use super::q5_0::{cast_blocks, cast_blocks_mut, Q8Block, QK};
+use super::q5_0::{candle_layout_items, cast_blocks, cast_blocks_mut, dot_4_by_pairs, Q8Block, QK};
 
 #[derive(Debug, Clone, PartialEq)]
 #[repr(C)]
@@ -38,17 +38,7 @@ fn as_q8(xs: &[BlockQ8_0Avx]) -> &[Q8Block] {
 }
 
 impl GgmlType for BlockQ8_0Avx {
-    const DTYPE: GgmlDType = GgmlDType::Q8_0;
-    const BLCK_SIZE: usize = QK;
-    type VecDotType = BlockQ8_0;
-
-    fn to_float(xs: &[Self], ys: &mut [f32]) {
-        BlockQ8_0::to_float(as_candle(xs), ys)
-    }
-
-    fn from_float(xs: &[f32], ys: &mut [Self]) {
-        BlockQ8_0::from_float(xs, as_candle_mut(ys))
-    }
+    candle_layout_items!(BlockQ8_0, GgmlDType::Q8_0);
 
     /// candle's own (AVX2 already).
     fn vec_dot(n: usize, xs: &[Self], ys: &[Self::VecDotType]) -> f32 {
@@ -70,9 +60,7 @@ impl GgmlType for BlockQ8_0Avx {
             let [d0, d1, d2, d3] = unsafe { avx2::vec_dot_4(n, xs, super::q5_0::q8_blocks(ys)) };
             return (d0, d1, d2, d3);
         }
-        let (d0, d1) = Self::vec_dot_2(n, xs0, xs1, ys);
-        let (d2, d3) = Self::vec_dot_2(n, xs2, xs3, ys);
-        (d0, d1, d2, d3)
+        dot_4_by_pairs(n, [xs0, xs1, xs2, xs3], ys)
     }
 
     fn vec_dot_unopt(n: usize, xs: &[Self], ys: &[Self::VecDotType]) -> f32 {
