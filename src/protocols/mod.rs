@@ -21,6 +21,7 @@ pub mod routing;
 pub mod section_tool;
 mod shared;
 mod step;
+pub mod support;
 pub mod watch;
 
 pub use ask::{

@@ -14,6 +14,7 @@ use super::evidence::Evidence;
 use super::grounded::{extractive_answer, join_sentences};
 use super::reader;
 use super::shared::{gather, grounded_answer, llm_object_watched};
+use super::support;
 use super::watch::Watch;
 use super::{AnswerMode, Pending, Report, Step};
 use crate::kb::KnowledgeBase;
@@ -117,11 +118,20 @@ impl Pending for PendingRag {
                 report.shown_to_model = context;
                 let watched = ("final_answer", &mut *watch);
                 let v = llm_object_watched(llm, LLM_SYSTEM, &user, schema, &mut report, watched)?;
-                v["final_answer"]
+                let written = v["final_answer"]
                     .as_str()
                     .unwrap_or_default()
                     .trim()
-                    .to_string()
+                    .to_string();
+                let read = report.shown_to_model.clone();
+                let closest = || {
+                    let best: Vec<&str> = extractive_answer(&ev)
+                        .iter()
+                        .map(|s| s.text.as_str())
+                        .collect();
+                    join_sentences(&best)
+                };
+                support::hold_to_read(written, &read, closest, &mut report).0
             }
         };
         respond(&ev, text, report)

@@ -28,6 +28,7 @@ use super::checks::invented_tokens;
 use super::evidence::{content_words, Evidence, Sentence};
 use super::grounded::{extractive_answer, join_sentences};
 use super::shared::llm_object_watched;
+use super::support;
 use super::watch::Watch;
 use super::Report;
 use crate::llm::Llm;
@@ -219,11 +220,12 @@ pub fn read(
             .collect();
         join_sentences(&best)
     };
+    let read = report.shown_to_model.clone();
     let (verdict, mut answer, replaced) = apply_rules(
         said,
         quoted.len(),
         model_answer,
-        (&ev.question, &context),
+        (&ev.question, &context, &read),
         fallback,
         report,
     );
@@ -310,17 +312,20 @@ fn quoted_context(ev: &Evidence, quoted: &[usize]) -> String {
 /// The rules after reading: nothing quoted, no answer; an answer that adds nothing to the
 /// question ("Yes", the question restated) is replaced by `fallback` (sentences of the
 /// quoted passages); the answer's specific tokens must occur in the quoted passages
-/// (`question_and_quotes.1`), else `fallback` is the answer and a "yes" becomes "partly"
-/// (the model did not read them). Returns the verdict, the answer and the refused tokens.
+/// (`texts.1`), else `fallback` is the answer and a "yes" becomes "partly" (the model did
+/// not read them); then each sentence is held to the passages read (`texts.2`, see
+/// `support`): those they do not support are removed, and when none is left the answer
+/// is `fallback`, introduced as the documentation's closest sentences. Returns the
+/// verdict, the answer and the refused tokens.
 pub fn apply_rules(
     said: Verdict,
     n_quoted: usize,
     model_answer: String,
-    question_and_quotes: (&str, &str),
+    texts: (&str, &str, &str),
     fallback: impl FnOnce() -> String,
     report: &mut Report,
 ) -> (Verdict, String, Vec<String>) {
-    let (question, quoted_text) = question_and_quotes;
+    let (question, quoted_text, read) = texts;
     let mut verdict = said;
     if n_quoted == 0 {
         verdict = Verdict::DoesNotAnswer;
@@ -351,9 +356,16 @@ pub fn apply_rules(
         }
         fallback()
     } else {
-        model_answer
+        let (answer, supported) = support::hold_to_read(model_answer, read, fallback, report);
+        if !supported && verdict == Verdict::Answers {
+            verdict = Verdict::Partly;
+        }
+        answer
     };
     report.decision = format!("reader: said {said:?}, {n_quoted} passages quoted → {verdict:?}");
+    if !report.removed.is_empty() {
+        report.decision += &format!("; {} unsupported sentences removed", report.removed.len());
+    }
     (verdict, answer, replaced)
 }
 
@@ -471,7 +483,7 @@ mod tests {
             Verdict::Answers,
             1,
             "Use git stash push --keep-index to keep the index.".into(),
-            ("How do I keep the index?", QUOTED),
+            ("How do I keep the index?", QUOTED, QUOTED),
             fallback,
             &mut report,
         );
@@ -481,7 +493,7 @@ mod tests {
             Verdict::Answers,
             1,
             "Use --keep-staged to keep the index.".into(),
-            ("How do I keep the index?", QUOTED),
+            ("How do I keep the index?", QUOTED, QUOTED),
             fallback,
             &mut report,
         );
@@ -505,7 +517,7 @@ mod tests {
             Verdict::Answers,
             1,
             "Yes.".into(),
-            (q, QUOTED),
+            (q, QUOTED, QUOTED),
             || "the quoted sentence".to_string(),
             &mut report,
         );
@@ -534,7 +546,7 @@ mod tests {
             Verdict::Answers,
             0,
             "Yes.".into(),
-            ("q", ""),
+            ("q", "", ""),
             String::new,
             &mut report,
         );
@@ -543,7 +555,7 @@ mod tests {
             Verdict::Answers,
             1,
             "Use -x to drop the stashed entries.".into(),
-            ("How do I keep the index?", QUOTED),
+            ("How do I keep the index?", QUOTED, QUOTED),
             String::new,
             &mut report,
         );

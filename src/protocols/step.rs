@@ -60,6 +60,9 @@ pub struct Report {
     /// Share of the answer's content words found in the retrieved (or cited) chunks.
     pub grounding_share: f64,
     pub rules: Vec<checks::RuleResult>,
+    /// Sentences the model wrote that the passages it read do not support, taken out of
+    /// the answer (`support`).
+    pub removed: Vec<super::support::Removed>,
     pub notes: Vec<String>,
     /// The schema handed to the decoder, when the LLM ran.
     pub decoder_schema: Option<Value>,

@@ -58,7 +58,7 @@ impl Service {
         Ok(json!({
             "format": answer.format, "response": answer.value,
             "citations": citations, "decision": answer.report.decision,
-            "answer_html": answer_html,
+            "removed": answer.report.removed, "answer_html": answer_html,
         }))
     }
 

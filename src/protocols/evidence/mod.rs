@@ -57,6 +57,48 @@ pub struct Evidence {
     pub unretrieved_terms: Vec<String>,
 }
 
+/// Words of the question that name something: capitalised inside a sentence, with a
+/// capital after the first letter (acronyms, camelCase), or with digits; at least two
+/// characters. A sentence's first word is capitalised by grammar, not because it names
+/// anything ("How …? Could …"), and so are question words written in capitals.
+pub fn question_names(question: &str) -> Vec<&str> {
+    let mut names = Vec::new();
+    let mut sentence_start = true;
+    let mut rest = question;
+    while let Some(start) = rest.find(|c: char| c.is_alphanumeric()) {
+        let before = &rest[..start];
+        if before.contains(['.', '?', '!', ':', ';', '\n']) {
+            sentence_start = true;
+        }
+        let tail = &rest[start..];
+        let end = tail
+            .find(|c: char| !c.is_alphanumeric() && c != '-' && c != '_')
+            .unwrap_or(tail.len());
+        let w = tail[..end].trim_matches('-');
+        let lower = w.to_lowercase();
+        let capitalised = w.chars().next().is_some_and(char::is_uppercase);
+        let named = (capitalised && !sentence_start && !is_function_word(&lower))
+            || w.chars().skip(1).any(char::is_uppercase)
+            || w.chars().any(|c| c.is_ascii_digit());
+        if named && w.chars().count() >= 2 {
+            names.push(w);
+        }
+        sentence_start = false;
+        rest = &tail[end..];
+    }
+    names
+}
+
+/// Words that grammar, not meaning, capitalises mid-question (a question restarted after
+/// a comma, a quoted question): stopwords and the modal verbs.
+fn is_function_word(lower: &str) -> bool {
+    crate::kb::stopwords::is_stopword(lower)
+        || matches!(
+            lower,
+            "could" | "would" | "might" | "must" | "shall" | "may" | "please" | "also" | "but"
+        )
+}
+
 impl Evidence {
     pub fn gather(kb: &KnowledgeBase, question: &str, k: usize) -> Result<Evidence> {
         let q = kb.embedder.embed(&[question])?.pop().unwrap_or_default();
@@ -129,25 +171,15 @@ impl Evidence {
         }
         let mut unknown_terms = Vec::new();
         let mut unretrieved_terms = Vec::new();
-        for (i, raw) in question
-            .split(|c: char| !c.is_alphanumeric() && c != '-' && c != '_')
-            .filter(|w| !w.is_empty())
-            .enumerate()
-        {
-            let w = raw.trim_matches('-');
-            let named = (i > 0 && w.chars().next().is_some_and(char::is_uppercase))
-                || w.chars().skip(1).any(char::is_uppercase)
-                || w.chars().any(|c| c.is_ascii_digit());
-            if named && w.chars().count() >= 2 {
-                if !kb.store().term_known(w)? {
-                    unknown_terms.push(w.to_string());
-                } else if !hits.is_empty()
-                    && is_proper_name(w)
-                    && !crate::kb::stopwords::is_stopword(&w.to_lowercase())
-                    && !retrieved_text.contains(&w.to_lowercase())
-                {
-                    unretrieved_terms.push(w.to_string());
-                }
+        for w in question_names(question) {
+            if !kb.store().term_known(w)? {
+                unknown_terms.push(w.to_string());
+            } else if !hits.is_empty()
+                && is_proper_name(w)
+                && !crate::kb::stopwords::is_stopword(&w.to_lowercase())
+                && !retrieved_text.contains(&w.to_lowercase())
+            {
+                unretrieved_terms.push(w.to_string());
             }
         }
         Ok(Evidence {
@@ -222,6 +254,35 @@ pub fn overlap_share(words: &[String], text: &str) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn question_words_that_start_a_sentence_are_not_names() {
+        // The reported case: "Could" restarting the question was taken for a name.
+        assert!(question_names("My rollout hangs. Could I roll it back?").is_empty());
+        assert!(question_names("Could I roll back a deployment?").is_empty());
+        for q in [
+            "Can I restart the ingress?",
+            "What if, Would it help to scale up?",
+            "Should I page someone? Please advise.",
+            "Is there a runbook? May I skip the canary?",
+            "\"Could\" the handover move?",
+        ] {
+            assert_eq!(question_names(q), Vec::<&str>::new(), "{q}");
+        }
+        // Names still count: inside a sentence, acronyms, camelCase, digits.
+        assert_eq!(
+            question_names("How do I rotate TLS certificates on Windows with kubectl v1.29?"),
+            vec!["TLS", "Windows", "v1", "29"]
+        );
+        assert_eq!(
+            question_names("Does Lightroom export RAW?"),
+            vec!["Lightroom", "RAW"]
+        );
+        assert_eq!(
+            question_names("Where is serviceAccount set?"),
+            vec!["serviceAccount"]
+        );
+    }
 
     #[test]
     fn a_name_the_kb_mentions_elsewhere_is_not_out_of_domain() {

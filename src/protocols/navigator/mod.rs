@@ -34,6 +34,7 @@ use super::grounded::{
 };
 use super::reader::{self, Verdict};
 use super::shared::{gather, grounded_answer, llm_object_watched};
+use super::support;
 use super::watch::Watch;
 use super::{AnswerMode, Pending, Report, Step};
 use crate::kb::search::Hit;
@@ -264,7 +265,16 @@ impl Pending for PendingNavigator {
                 );
                 let watched = ("answer", &mut *watch);
                 let v = llm_object_watched(llm, SYSTEM, &user, schema, &mut report, watched)?;
-                let answer = v["answer"].as_str().unwrap_or_default().trim().to_string();
+                let written = v["answer"].as_str().unwrap_or_default().trim().to_string();
+                let read = report.shown_to_model.clone();
+                let closest = || {
+                    let best: Vec<&str> = extractive_answer(&ev)
+                        .iter()
+                        .map(|s| s.text.as_str())
+                        .collect();
+                    join_sentences(&best)
+                };
+                let (answer, _) = support::hold_to_read(written, &read, closest, &mut report);
                 let mut cited: Vec<(String, String)> = Vec::new();
                 for s in v["sources"].as_array().cloned().unwrap_or_default() {
                     let key = (

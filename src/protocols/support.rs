@@ -1,0 +1,500 @@
+//! Every sentence of a written answer held to the text the model read. A sentence stays
+//! only if the text supports it by rule:
+//! - its specific tokens (paths, commands, flags, settings, numbers, ratios) occur there;
+//! - at least `MIN_WORD_SHARE` of its content words occur there (word stems, so
+//!   "revisions" finds "revision");
+//! - it does not turn around the sentence of the text it rests on: where that sentence
+//!   is negated ("… is not a good choice") the answer's may not be affirmative, and the
+//!   other way round. The reader model's own yes/no judgements are near chance, so
+//!   polarity is read by rule.
+//!
+//! Sentences of the documentation itself (extractive answers, quotes) pass by
+//! construction; the check is for text a model wrote.
+
+use std::collections::HashSet;
+
+use regex::Regex;
+use serde::Serialize;
+
+use super::checks::invented_tokens;
+use super::evidence::{content_words, split_sentences};
+use super::grounded::join_sentences;
+use super::Report;
+
+/// Share of a sentence's content words (stemmed; `GENERAL` words aside) the read text
+/// must hold. Chosen on git-doc's tuning half: 0.8 removed correct answers that join the
+/// passage's words with a few of their own ("use git clean -d to remove them as well").
+pub const MIN_WORD_SHARE: f64 = 0.7;
+
+/// Words any answer may use without the text saying them: answer words, pronouns,
+/// quantifiers, linking adverbs and the most general verbs. What a sentence claims is in
+/// its other words.
+const GENERAL: &[&str] = &[
+    "yes",
+    "ok",
+    "okay",
+    "them",
+    "they",
+    "those",
+    "here",
+    "now",
+    "just",
+    "only",
+    "also",
+    "well",
+    "up",
+    "out",
+    "off",
+    "over",
+    "back",
+    "down",
+    "more",
+    "most",
+    "less",
+    "any",
+    "all",
+    "some",
+    "each",
+    "every",
+    "both",
+    "other",
+    "same",
+    "such",
+    "very",
+    "much",
+    "many",
+    "one",
+    "ones",
+    "first",
+    "then",
+    "again",
+    "still",
+    "already",
+    "instead",
+    "rather",
+    "whether",
+    "without",
+    "within",
+    "after",
+    "before",
+    "while",
+    "because",
+    "since",
+    "but",
+    "would",
+    "could",
+    "might",
+    "must",
+    "may",
+    "need",
+    "needs",
+    "want",
+    "make",
+    "makes",
+    "get",
+    "gets",
+    "run",
+    "runs",
+    "set",
+    "sets",
+    "do",
+    "done",
+    "see",
+    "way",
+    "thing",
+    "things",
+    "like",
+    "example",
+    "case",
+    "order",
+    "able",
+    "sure",
+    "note",
+    "simply",
+    "directly",
+    "following",
+];
+
+/// Share of a sentence's content words one sentence of the text must hold for the answer
+/// to restate it, and so for their polarities to be compared: a contradiction says the
+/// same thing the other way round. At 0.5, answers that merely shared a topic with a
+/// negated sentence were taken for contradictions (git-doc's tuning half: 3 of 3).
+const REST_ON_SHARE: f64 = 0.7;
+
+/// Content words an answer sentence needs for its polarity to be compared: a fragment
+/// ("90 days") asserts nothing a negation could turn around.
+const MIN_POLARITY_WORDS: usize = 3;
+
+/// A sentence with fewer content words says too little to check ("Yes.", "See below:").
+const MIN_CHECKED_WORDS: usize = 2;
+
+/// A sentence taken out of an answer, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Removed {
+    pub sentence: String,
+    pub why: String,
+}
+
+/// An answer after the check: the sentences kept, in order, and those removed.
+#[derive(Debug, Clone, Default)]
+pub struct Checked {
+    pub kept: Vec<String>,
+    pub removed: Vec<Removed>,
+}
+
+/// What introduces the documentation's sentences when none of the model's was supported.
+pub const CLOSEST_INTRO: &str =
+    "The passages found do not state this directly; the closest the documentation comes:";
+
+/// `answer` with the sentences `read` does not support removed (each noted in `report`,
+/// and listed in `report.removed`); when none is left, `closest` (the documentation's
+/// best sentences), introduced as such. Returns the text and whether any of the model's
+/// sentences was kept.
+pub fn hold_to_read(
+    answer: String,
+    read: &str,
+    closest: impl FnOnce() -> String,
+    report: &mut Report,
+) -> (String, bool) {
+    let checked = check_answer(&answer, read);
+    for r in &checked.removed {
+        report.notes.push(format!(
+            "removed from the answer: {:?}: {}",
+            r.sentence, r.why
+        ));
+    }
+    report.removed.extend(checked.removed);
+    if checked.kept.is_empty() {
+        let closest = closest();
+        let text = if closest.is_empty() {
+            closest
+        } else {
+            format!("{CLOSEST_INTRO}\n\n{closest}")
+        };
+        return (text, false);
+    }
+    let kept: Vec<&str> = checked.kept.iter().map(String::as_str).collect();
+    (join_sentences(&kept), true)
+}
+
+/// Checks each sentence of `answer` against `read` (what the model was shown).
+pub fn check_answer(answer: &str, read: &str) -> Checked {
+    let read_sentences = split_sentences(read);
+    // A hyphenated word also stands for its parts ("keep-index" holds "keep").
+    let read_stems: HashSet<String> = content_words(read)
+        .iter()
+        .flat_map(|w| {
+            let parts: Vec<&str> = w.split('-').filter(|p| p.len() >= 2).collect();
+            std::iter::once(stem(w)).chain(parts.into_iter().map(stem))
+        })
+        .collect();
+    let mut checked = Checked::default();
+    for sentence in answer_sentences(answer) {
+        match unsupported(&sentence, read, &read_stems, &read_sentences) {
+            Some(why) => checked.removed.push(Removed { sentence, why }),
+            None => checked.kept.push(sentence),
+        }
+    }
+    checked
+}
+
+/// An answer's sentences, nothing dropped: a fenced code block is one unit with the line
+/// that introduces it; prose is cut after `.`, `?` or `!` followed by a space and a
+/// capital, digit, quote or backtick, never inside an inline code span.
+pub fn answer_sentences(answer: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut block: Option<String> = None;
+    for line in answer.lines() {
+        if let Some(b) = block.as_mut() {
+            b.push('\n');
+            b.push_str(line);
+            if crate::kb::parse::fence_of(line).is_some() {
+                out.push(block.take().expect("in a block"));
+            }
+            continue;
+        }
+        if crate::kb::parse::fence_of(line).is_some() {
+            // The sentence introducing the block ends with ':' or mid-sentence.
+            let intro = match out.last() {
+                Some(last) if !last.ends_with(['.', '?', '!']) => out.pop(),
+                _ => None,
+            };
+            block = Some(match intro {
+                Some(i) => format!("{i}\n{line}"),
+                None => line.to_string(),
+            });
+            continue;
+        }
+        out.extend(prose_sentences(line));
+    }
+    out.extend(block);
+    out.retain(|s| !s.trim().is_empty());
+    out
+}
+
+fn prose_sentences(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut in_code = false;
+    let chars: Vec<(usize, char)> = line.char_indices().collect();
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        if c == '`' {
+            in_code = !in_code;
+        }
+        if in_code || !matches!(c, '.' | '?' | '!') {
+            continue;
+        }
+        let next = chars.get(k + 1).map(|p| p.1);
+        let after = chars.get(k + 2).map(|p| p.1);
+        if next.is_some_and(char::is_whitespace)
+            && after.is_some_and(|a| a.is_uppercase() || a.is_ascii_digit() || "`\"'(".contains(a))
+        {
+            out.push(line[start..=i].trim().to_string());
+            start = i + 1;
+        }
+    }
+    let rest = line[start..].trim();
+    if !rest.is_empty() {
+        out.push(rest.to_string());
+    }
+    out
+}
+
+/// Why `sentence` is not supported by the read text, or None when it is.
+fn unsupported(
+    sentence: &str,
+    read: &str,
+    read_stems: &HashSet<String>,
+    read_sentences: &[String],
+) -> Option<String> {
+    let mut missing = invented_tokens(sentence, read);
+    let lowered = read.to_lowercase();
+    for ratio in ratios(sentence) {
+        if !lowered.contains(&ratio) && !missing.contains(&ratio) {
+            missing.push(ratio);
+        }
+    }
+    if !missing.is_empty() {
+        return Some(format!("not in the passages read: {}", missing.join(", ")));
+    }
+    let words: Vec<String> = content_words(sentence)
+        .into_iter()
+        .filter(|w| !GENERAL.contains(&w.as_str()))
+        .collect();
+    if words.len() < MIN_CHECKED_WORDS {
+        return None;
+    }
+    let absent: Vec<&String> = words
+        .iter()
+        .filter(|w| !read_stems.contains(&stem(w)))
+        .collect();
+    let share = 1.0 - absent.len() as f64 / words.len() as f64;
+    if share < MIN_WORD_SHARE {
+        let mut named: Vec<&str> = Vec::new();
+        for w in &absent {
+            if !named.contains(&w.as_str()) {
+                named.push(w);
+            }
+        }
+        return Some(format!(
+            "{:.0} % of its words are in the passages read; not there: {}",
+            share * 100.0,
+            named.join(", ")
+        ));
+    }
+    let stems: HashSet<String> = words.iter().map(|w| stem(w)).collect();
+    let (best, overlap) = read_sentences
+        .iter()
+        .map(|r| {
+            let theirs: HashSet<String> = content_words(r).iter().map(|w| stem(w)).collect();
+            let shared = stems.intersection(&theirs).count() as f64 / stems.len() as f64;
+            (r, shared)
+        })
+        .fold(
+            (None, 0.0),
+            |acc, (r, s)| if s > acc.1 { (Some(r), s) } else { acc },
+        );
+    match best {
+        Some(rest)
+            if words.len() >= MIN_POLARITY_WORDS
+                && overlap >= REST_ON_SHARE
+                && negated(sentence) != negated(rest) =>
+        {
+            Some(format!(
+                "it turns around the passage it rests on: \"{}\"",
+                excerpt(rest, 120)
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// Whether a sentence's main clause is negated: a negating word, or a verb with "n't",
+/// outside a leading condition ("If this option is not given, …" asserts nothing
+/// negative).
+pub fn negated(sentence: &str) -> bool {
+    let lower = sentence.trim_start().to_lowercase();
+    let main = match ["if ", "unless ", "when ", "whether "]
+        .iter()
+        .find(|c| lower.starts_with(*c))
+    {
+        Some(_) => lower.split_once(',').map(|(_, rest)| rest).unwrap_or(""),
+        None => &lower,
+    };
+    negation_in(main)
+}
+
+fn negation_in(clause: &str) -> bool {
+    const NEGATIONS: &[&str] = &[
+        "not", "no", "never", "cannot", "neither", "nor", "none", "nothing", "nobody", "nowhere",
+    ];
+    clause
+        .split(|c: char| !c.is_alphanumeric() && c != '\'' && c != '’')
+        .map(|w| w.to_lowercase().replace('’', "'"))
+        .any(|w| NEGATIONS.contains(&w.as_str()) || w.ends_with("n't"))
+}
+
+/// Ratios and times written with a colon or slash between numbers ("2:3", "1/4").
+fn ratios(sentence: &str) -> Vec<String> {
+    static RATIO: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let re = RATIO.get_or_init(|| Regex::new(r"\b\d+(?:\s?[:/]\s?\d+)+\b").expect("static regex"));
+    re.find_iter(sentence)
+        .map(|m| m.as_str().replace(' ', "").to_lowercase())
+        .collect()
+}
+
+/// A word's stem for matching: a plural "s" dropped, then at most the first
+/// `STEM_CHARS` characters ("revisions" → "revis", "changed" and "changing" → "chang"):
+/// crude, but an answer's inflections of the text's words match, and invented content
+/// words rarely share five first letters with the passage's.
+pub fn stem(word: &str) -> String {
+    let mut w = word.to_lowercase();
+    if w.chars().count() >= 4 && w.ends_with('s') && !w.ends_with("ss") {
+        w.pop();
+    }
+    w.chars().take(STEM_CHARS).collect()
+}
+
+const STEM_CHARS: usize = 5;
+
+fn excerpt(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PASSAGE: &str = "Prometheus values reliability. You can always view what statistics \
+        are available about your system, even under failure conditions. If you need 100% \
+        accuracy, such as for per-request billing, Prometheus is not a good choice as the \
+        collected data will likely not be detailed and complete enough.";
+
+    #[test]
+    fn a_sentence_that_turns_its_passage_around_is_removed() {
+        let c = check_answer(
+            "Yes: Prometheus is a good choice for per-request billing data.",
+            PASSAGE,
+        );
+        assert!(c.kept.is_empty(), "{c:?}");
+        assert!(c.removed[0].why.contains("turns around"), "{c:?}");
+        // The same sentence with the passage's polarity stays.
+        let c = check_answer(
+            "No: for per-request billing, Prometheus is not a good choice.",
+            PASSAGE,
+        );
+        assert!(c.removed.is_empty(), "{c:?}");
+    }
+
+    #[test]
+    fn invented_content_is_removed_and_supported_paraphrase_kept() {
+        let c = check_answer(
+            "You should use 2:3. This is because the levain is a high-carb source that \
+             requires more water.",
+            "Metric names should have a suffix describing the unit, in plural form.",
+        );
+        assert!(c.kept.is_empty(), "{c:?}");
+        assert!(c.removed[0].why.contains("2:3"), "{c:?}");
+        assert!(c.removed[1].why.contains("levain"), "{c:?}");
+        let read = "Kubernetes keeps the previous ReplicaSets of each Deployment, so rolling \
+            back a deployment is a single command: `kubectl rollout undo deployment/api`.";
+        let c = check_answer(
+            "Rolling back reverts the deployment to its previous ReplicaSet: run \
+             `kubectl rollout undo deployment/api`.",
+            read,
+        );
+        assert!(c.removed.is_empty(), "{c:?}");
+    }
+
+    /// The sample KB's own passages (examples/kb), as the reader is shown them.
+    const ALERTS: &str = "Staging alerts never page; they all go to `#lighthouse-staging`.";
+    const RESTORE: &str = "A restore never overwrites the running cluster. It creates a new \
+        cluster from the backup, and you then switch Lighthouse to it.";
+
+    #[test]
+    fn sample_kb_planted_negated_and_paraphrased_sentences() {
+        let read = format!("[1] monitoring/alerts.md § Routing\n{ALERTS}\n[2] operations/backups-and-restore.md § Restoring\n{RESTORE}");
+        // Planted: content the passages do not hold (a duration, a role).
+        let c = check_answer(
+            "A restore creates a new cluster. It takes about 45 minutes and needs the \
+             backup-admin role.",
+            &read,
+        );
+        assert_eq!(c.kept, vec!["A restore creates a new cluster."], "{c:?}");
+        assert!(c.removed[0].why.contains("45 minutes"), "{c:?}");
+        // Negated: the passage's verdict turned around.
+        for wrong in [
+            "Yes: staging alerts page, and they all go to `#lighthouse-staging`.",
+            "A restore overwrites the running cluster from the backup.",
+        ] {
+            let c = check_answer(wrong, &read);
+            assert!(c.kept.is_empty(), "{wrong}: {c:?}");
+            assert!(c.removed[0].why.contains("turns around"), "{c:?}");
+        }
+        // Paraphrased, and supported: kept.
+        let c = check_answer(
+            "Alerts from staging don't page anyone; they go to `#lighthouse-staging`. \
+             Restoring creates a new cluster from the backup rather than overwriting the \
+             running one.",
+            &read,
+        );
+        assert!(c.removed.is_empty(), "{c:?}");
+        assert_eq!(c.kept.len(), 2);
+    }
+
+    #[test]
+    fn answers_split_into_sentences_keeping_code_with_its_introduction() {
+        let a = "Use 2:3. Run `git stash pop. Then` this:\n```sh\ngit stash\n```\nDone? Yes.";
+        assert_eq!(
+            answer_sentences(a),
+            vec![
+                "Use 2:3.",
+                "Run `git stash pop. Then` this:\n```sh\ngit stash\n```",
+                "Done?",
+                "Yes."
+            ]
+        );
+    }
+
+    #[test]
+    fn negation_and_stems() {
+        assert!(negated("Prometheus is not a good choice."));
+        assert!(negated("It doesn't retry."));
+        assert!(negated("You can’t change it later."));
+        assert!(!negated("Notice the nothingness of notes."));
+        assert!(!negated(
+            "If this option is not specified, the time defaults to 90 days."
+        ));
+        assert!(negated(
+            "If you need accuracy, such as for billing, it is not a good choice."
+        ));
+        assert_eq!(stem("revisions"), "revis");
+        assert_eq!(stem("changed"), stem("changing"));
+        assert_eq!(stem("pods"), stem("pod"));
+        assert_eq!(stem("class"), "class");
+        assert_ne!(stem("revert"), stem("revision"));
+    }
+}
