@@ -24,7 +24,7 @@ use super::store::NewChunk;
 use super::KnowledgeBase;
 
 /// Bump when parsing or chunking changes what is stored for the same file.
-pub const PARSER_VERSION: u32 = 3;
+pub const PARSER_VERSION: u32 = 4;
 
 #[derive(Debug, Clone)]
 pub struct IngestOptions {

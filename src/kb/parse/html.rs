@@ -33,6 +33,25 @@ const BLOCK: &[&str] = &[
     "summary",
 ];
 
+/// Classes of page furniture whose text is never document text: DocBook's navigation
+/// header and footer (a page's own title, Prev / Up / Next), breadcrumbs.
+const SKIP_CLASSES: &[&str] = &["navheader", "navfooter", "breadcrumb", "breadcrumbs"];
+
+/// Classes of admonition boxes (DocBook's `note`, `tip`, …; Sphinx's `admonition`). Their
+/// title is a heading element, but the box belongs to the section around it: the title
+/// stays a line of that section, so the text after the box is not filed under "Note".
+const ADMONITION_CLASSES: &[&str] = &[
+    "note",
+    "tip",
+    "warning",
+    "caution",
+    "important",
+    "admonition",
+    "attention",
+    "danger",
+    "hint",
+];
+
 /// Inline elements whose text is code.
 const INLINE_CODE: &[&str] = &["code", "kbd", "samp", "tt"];
 
@@ -51,6 +70,8 @@ struct Walk {
     in_dl: usize,
     /// Open lists: the next item's number, None when unordered.
     lists: Vec<Option<u64>>,
+    /// Open admonition boxes: their headings are lines, not sections.
+    in_admonition: usize,
 }
 
 impl Walk {
@@ -100,9 +121,14 @@ impl Walk {
             }
             Node::Element(e) => {
                 let name = e.name();
-                if SKIP.contains(&name) {
+                if SKIP.contains(&name)
+                    || e.attr("role") == Some("navigation")
+                    || e.classes().any(|c| SKIP_CLASSES.contains(&c))
+                {
                     return;
                 }
+                let admonition =
+                    e.classes().any(|c| ADMONITION_CLASSES.contains(&c)) || name == "aside";
                 let text_of = || {
                     ElementRef::wrap(node)
                         .map(|el| el.text().collect::<String>())
@@ -110,6 +136,14 @@ impl Walk {
                 };
                 if let Some(level) = heading_level(name) {
                     let heading = collapse_ws(&text_of());
+                    if self.in_admonition > 0 {
+                        if !heading.is_empty() {
+                            self.block_break();
+                            self.body.text(&format!("{heading}:"));
+                            self.block_break();
+                        }
+                        return;
+                    }
                     if !heading.is_empty() {
                         self.close_section();
                         let section =
@@ -147,9 +181,11 @@ impl Walk {
                     _ => {}
                 }
                 self.open(name, e);
+                self.in_admonition += usize::from(admonition);
                 for child in node.children() {
                     self.visit(child, depth + 1);
                 }
+                self.in_admonition -= usize::from(admonition);
                 self.close(name, e);
             }
             _ => {
@@ -250,6 +286,7 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
         anchors: Anchors::default(),
         in_dl: 0,
         lists: Vec::new(),
+        in_admonition: 0,
     };
     walk.visit(doc.tree.root(), 0);
     walk.close_section();
@@ -294,6 +331,33 @@ mod tests {
             text.contains("the bottom line") && text.contains("after"),
             "{text:.200}"
         );
+    }
+
+    /// DocBook pages (PostgreSQL's manual): the navigation header repeats the page title
+    /// and Prev / Up / Next; a note's title is an `<h3>` inside `div.note`.
+    #[test]
+    fn docbook_navigation_is_dropped_and_admonition_titles_stay_in_their_section() {
+        let html = r#"<html><body>
+            <div class="navheader"><table summary="Navigation header"><tr><th>20.5. Write Ahead Log</th></tr>
+            <tr><td><a href="a.html">Prev</a></td><td><a href="b.html">Next</a></td></tr></table><hr></div>
+            <div class="sect1"><h2 class="title">20.5. Write Ahead Log</h2>
+            <div class="sect2"><h3 class="title">20.5.1. Settings</h3>
+            <p>wal_level determines how much information is written.</p>
+            <div class="note"><h3 class="title">Note</h3><p>Changing it needs a restart.</p></div>
+            <p>fsync forces updates to disk.</p></div></div>
+            <div class="navfooter"><a href="a.html">Prev</a> Home</div></body></html>"#;
+        let doc = parse(html, "wal");
+        let headings: Vec<&str> = doc.sections.iter().map(|s| s.heading.as_str()).collect();
+        assert_eq!(
+            headings,
+            ["20.5. Write Ahead Log", "20.5.1. Settings"],
+            "{doc:#?}"
+        );
+        let settings = &doc.sections[1].text;
+        assert!(settings.contains("Note:"), "{settings}");
+        assert!(settings.contains("fsync forces updates"), "{settings}");
+        let all: String = doc.sections.iter().map(|s| s.text.clone()).collect();
+        assert!(!all.contains("Prev") && !all.contains("Home"), "{all}");
     }
 
     #[test]
