@@ -102,6 +102,9 @@ pub struct Scored {
     pub decision: String,
     pub best_score: f64,
     pub domain_score: f64,
+    /// The question's words with how common each is in the KB and whether the passages
+    /// read hold it.
+    pub terms: Vec<crate::protocols::evidence::coverage::Term>,
 }
 
 /// Scores one answer (given in `latency_ms`, its first words in `first_words_ms`)
@@ -206,6 +209,7 @@ pub fn score(
         decision: answer.report.decision.clone(),
         best_score: answer.report.best_score,
         domain_score: answer.report.domain_score,
+        terms: answer.report.terms.clone(),
     })
 }
 
@@ -367,6 +371,7 @@ mod tests {
             decision: String::new(),
             best_score: 0.0,
             domain_score: 0.0,
+            terms: Vec::new(),
         }
     }
 

@@ -33,8 +33,8 @@ use super::watch::Watch;
 use super::Report;
 use crate::llm::Llm;
 
-/// Retrieved chunks shown to the model, best first.
-pub const PASSAGES: usize = 3;
+/// Retrieved chunks shown to the model, best first (`evidence::PASSAGES`).
+pub use super::evidence::PASSAGES;
 /// Characters of each passage's sentences the model reads. Less text, fewer distractions
 /// and sooner first words; chosen on git-doc's tuning half against whole chunks and 300
 /// characters (docs/CHANGELOG.md).
@@ -445,6 +445,7 @@ mod tests {
             domain: Domain::default(),
             unknown_terms: Vec::new(),
             unretrieved_terms: Vec::new(),
+            terms: Vec::new(),
         };
         let text = passage_text(&ev, 0);
         assert!(text.starts_with(&format!("{a} {b}")), "{text}");

@@ -27,6 +27,7 @@ pub(crate) fn gather(
         retrieval_ms: t.elapsed().as_secs_f64() * 1e3,
         best_score: ev.best_score,
         domain_score: ev.domain_score,
+        terms: ev.terms.clone(),
         hits: ev.hits.clone(),
         ..Default::default()
     };

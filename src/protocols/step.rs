@@ -56,6 +56,8 @@ pub struct Report {
     pub validation_ms: f64,
     pub best_score: f64,
     pub domain_score: f64,
+    /// The question's words, looked up in the KB and the passages read.
+    pub terms: Vec<super::evidence::coverage::Term>,
     pub decision: String,
     /// Share of the answer's content words found in the retrieved (or cited) chunks.
     pub grounding_share: f64,

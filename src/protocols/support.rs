@@ -29,7 +29,7 @@ pub const MIN_WORD_SHARE: f64 = 0.7;
 /// Words any answer may use without the text saying them: answer words, pronouns,
 /// quantifiers, linking adverbs and the most general verbs. What a sentence claims is in
 /// its other words.
-const GENERAL: &[&str] = &[
+pub(crate) const GENERAL: &[&str] = &[
     "yes",
     "ok",
     "okay",

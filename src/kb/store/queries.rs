@@ -75,6 +75,24 @@ impl Store {
         )?)
     }
 
+    /// How many chunks hold `word` (by its stem, as FTS5 matches), counted up to `cap`:
+    /// how common a question's word is in this KB.
+    pub fn term_chunks(&self, word: &str, cap: usize) -> Result<usize> {
+        let parts: Vec<String> = word
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .filter(|w| !w.is_empty())
+            .map(|w| w.replace('"', ""))
+            .collect();
+        if parts.is_empty() {
+            return Ok(0);
+        }
+        let phrase = format!("\"{}\"", parts.join(" "));
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?1 LIMIT ?2)",
+        )?;
+        Ok(stmt.query_row(params![phrase, cap as i64], |r| r.get::<_, i64>(0))? as usize)
+    }
+
     /// Whether any chunk or its headings contain `word` as written (case aside): FTS5 finds the chunks
     /// with its stem, then each is checked for the word itself, since a stem is not a
     /// mention (Porter makes "LFS" the "LF" of line endings).

@@ -2,6 +2,7 @@
 //! relevance to the question, the KB's domain, and the decisions that follow from the
 //! scores alone (answerable? out of domain?).
 
+pub mod coverage;
 mod units;
 
 use std::collections::hash_map::{Entry, HashMap};
@@ -25,6 +26,17 @@ pub const ANSWERABLE_MIN_SCORE: f64 = 0.63;
 /// also unanswerable is out of domain rather than "in domain, not documented". Tuned the
 /// same way: out-of-domain questions ≤ 0.671, not-documented ones ≥ 0.709.
 pub const DOMAIN_MIN_SCORE: f64 = 0.69;
+
+/// Share of a question's words unknown to the KB from which a question far from its
+/// topics is out of domain even when its best chunk scores like an answer. Chosen on the
+/// tuning halves (`sextant eval --json`, each question's `terms`): git-doc's and
+/// postgresql's answerable questions stay below 0.3, their out-of-domain ones reach
+/// 0.5–1.0; the sample KB's answerable questions (everyday words in a 220-chunk KB) reach
+/// 0.4.
+pub const UNKNOWN_SHARE_MIN: f64 = 0.5;
+
+/// Retrieved chunks the reader is shown, best first: the passages an answer is read from.
+pub const PASSAGES: usize = 3;
 
 /// A sentence of a retrieved chunk, a candidate for the answer.
 #[derive(Debug, Clone, Serialize)]
@@ -55,6 +67,9 @@ pub struct Evidence {
     /// sections does: the passages that match the question are about something else
     /// ("open a pull request on GitHub" when GitHub is named once, elsewhere).
     pub unretrieved_terms: Vec<String>,
+    /// The question's own words, each with how common it is in the KB and whether the
+    /// passages the answer is read from hold it (`coverage`).
+    pub terms: Vec<coverage::Term>,
 }
 
 /// Words of the question that name something: capitalised inside a sentence, with a
@@ -182,7 +197,9 @@ impl Evidence {
                 unretrieved_terms.push(w.to_string());
             }
         }
+        let terms = coverage::question_terms(kb, question, &hits)?;
         Ok(Evidence {
+            terms,
             unknown_terms,
             unretrieved_terms,
             question: question.to_string(),
@@ -198,6 +215,7 @@ impl Evidence {
         self.best_score >= ANSWERABLE_MIN_SCORE
             && self.unknown_terms.is_empty()
             && self.unretrieved_terms.is_empty()
+            && !self.words_unknown()
     }
 
     /// Why the evidence does not answer: names no document mentions, or the best score.
@@ -208,6 +226,17 @@ impl Evidence {
             format!(
                 "no retrieved section mentions {}",
                 self.unretrieved_terms.join(", ")
+            )
+        } else if self.words_unknown() {
+            let unknown: Vec<&str> = self
+                .terms
+                .iter()
+                .filter(|t| t.chunks == 0)
+                .map(|t| t.word.as_str())
+                .collect();
+            format!(
+                "no document uses the question's words {}",
+                unknown.join(", ")
             )
         } else {
             format!("best chunk {:.3} < {ANSWERABLE_MIN_SCORE}", self.best_score)
@@ -223,6 +252,16 @@ impl Evidence {
             && !self.unretrieved_terms.is_empty()
             && self.best_score >= ANSWERABLE_MIN_SCORE;
         !self.answerable() && self.domain_score < DOMAIN_MIN_SCORE && !names_the_kb_knows
+    }
+
+    /// Whether the question is far from the KB's topics and at least `UNKNOWN_SHARE_MIN`
+    /// of its words occur in no chunk of the KB: an everyday question whose other words the documents happen to use ("what
+    /// flour-to-water ratio for bread dough", "how many grams of butter in a tablespoon")
+    /// retrieves passages that score like an answer, but the KB has never seen its subject.
+    pub fn words_unknown(&self) -> bool {
+        self.domain_score < DOMAIN_MIN_SCORE
+            && self.terms.len() >= 2
+            && self.unknown_share() >= UNKNOWN_SHARE_MIN
     }
 }
 
@@ -254,6 +293,39 @@ pub fn overlap_share(words: &[String], text: &str) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_question_in_words_the_kb_never_uses_is_out_of_domain() {
+        let term = |word: &str, chunks| coverage::Term {
+            word: word.into(),
+            chunks,
+            specific: chunks < 10,
+            in_passages: false,
+        };
+        let ev = |domain_score, terms: Vec<coverage::Term>| Evidence {
+            question: "q".into(),
+            hits: Vec::new(),
+            best_score: ANSWERABLE_MIN_SCORE + 0.05,
+            sentences: Vec::new(),
+            domain_score,
+            domain: Domain::default(),
+            unknown_terms: Vec::new(),
+            unretrieved_terms: Vec::new(),
+            terms,
+        };
+        // "How many grams of butter are in a tablespoon?": no chunk holds any of them.
+        let butter = || vec![term("grams", 0), term("butter", 0), term("tablespoon", 0)];
+        assert!(ev(0.64, butter()).out_of_domain());
+        // Close to the KB's topics, the same words are a gap, not another domain.
+        assert!(ev(DOMAIN_MIN_SCORE + 0.01, butter()).answerable());
+        // One unknown word of three is a turn of phrase ("hammered").
+        let hammered = vec![
+            term("hammered", 0),
+            term("checkpoints", 40),
+            term("wal", 300),
+        ];
+        assert!(ev(0.64, hammered).answerable());
+    }
 
     #[test]
     fn question_words_that_start_a_sentence_are_not_names() {
@@ -295,6 +367,7 @@ mod tests {
             domain: Domain::default(),
             unknown_terms: unknown.iter().map(|s| s.to_string()).collect(),
             unretrieved_terms: unretrieved.iter().map(|s| s.to_string()).collect(),
+            terms: Vec::new(),
         };
         let windows = ev(ANSWERABLE_MIN_SCORE + 0.05, &[], &["Windows"]);
         assert!(!windows.answerable() && !windows.out_of_domain());
