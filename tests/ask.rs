@@ -54,13 +54,8 @@ fn schema_valid(schema: &str, v: &Value) {
 
 fn navigate(q: &str, mode: AnswerMode) -> NavigatorResponse {
     let kb = kb();
-    let mut guard;
-    let llm = if mode.needs_llm() {
-        guard = llm();
-        Some(&mut *guard)
-    } else {
-        None
-    };
+    let mut guard = mode.needs_llm().then(llm);
+    let llm = guard.as_deref_mut();
     let (r, report) = navigator::prepare(&kb, q, 5, mode)
         .unwrap()
         .complete(llm)
@@ -177,13 +172,8 @@ fn pattern_5_out_of_domain_has_no_sources() {
 fn rag_response_ids_scores_and_confidence_follow_the_seed() {
     let kb = kb();
     for mode in [AnswerMode::Extractive, AnswerMode::Grounded] {
-        let mut guard;
-        let llm = if mode.needs_llm() {
-            guard = llm();
-            Some(&mut *guard)
-        } else {
-            None
-        };
+        let mut guard = mode.needs_llm().then(llm);
+        let llm = guard.as_deref_mut();
         let (r, report) = rag::prepare(
             &kb,
             "When does the weekly on-call handover meeting take place?",

@@ -11,6 +11,11 @@ use sextant::kb::search::{search, SearchMode};
 use sextant::kb::KnowledgeBase;
 use sextant::models::{ModelStore, Role};
 
+/// A JSON array of numbers, as f64.
+fn numbers(v: &serde_json::Value) -> impl Iterator<Item = f64> + '_ {
+    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap())
+}
+
 fn embedder() -> Arc<Embedder> {
     static E: OnceLock<Arc<Embedder>> = OnceLock::new();
     E.get_or_init(|| {
@@ -59,12 +64,7 @@ fn embeddings_match_sentence_transformers() {
     let ours = e.embed(&sentences).unwrap();
     let mut worst = 1.0f32;
     for (i, reference) in fixture["embeddings"].as_array().unwrap().iter().enumerate() {
-        let reference: Vec<f32> = reference
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_f64().unwrap() as f32)
-            .collect();
+        let reference: Vec<f32> = numbers(reference).map(|x| x as f32).collect();
         assert_eq!(ours[i].len(), 384);
         let c = cosine(&ours[i], &reference);
         worst = worst.min(c);
@@ -74,12 +74,7 @@ fn embeddings_match_sentence_transformers() {
     // Tokenisation agrees too.
     let tok = e.counting_tokenizer();
     for (i, ids) in fixture["input_ids"].as_array().unwrap().iter().enumerate() {
-        let want: Vec<u32> = ids
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_u64().unwrap() as u32)
-            .collect();
+        let want: Vec<u32> = numbers(ids).map(|x| x as u32).collect();
         let got = tok.encode(sentences[i], true).unwrap().get_ids().to_vec();
         assert_eq!(got, want, "sentence {i}");
     }

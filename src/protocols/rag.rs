@@ -123,15 +123,7 @@ impl Pending for PendingRag {
                     .unwrap_or_default()
                     .trim()
                     .to_string();
-                let read = report.shown_to_model.clone();
-                let closest = || {
-                    let best: Vec<&str> = extractive_answer(&ev)
-                        .iter()
-                        .map(|s| s.text.as_str())
-                        .collect();
-                    join_sentences(&best)
-                };
-                support::hold_to_read(written, &read, closest, &mut report).0
+                support::hold_to_shown(written, &ev, &mut report)
             }
         };
         respond(&ev, text, report)

@@ -17,9 +17,11 @@ use regex::Regex;
 use serde::Serialize;
 
 use super::checks::invented_tokens;
+use super::evidence::Evidence;
 use super::evidence::{content_words, split_sentences};
-use super::grounded::join_sentences;
+use super::grounded::{extractive_answer, join_sentences};
 use super::Report;
+use crate::kb::parse::excerpt;
 
 /// Share of a sentence's content words (stemmed; `GENERAL` words aside) the read text
 /// must hold. Chosen on git-doc's tuning half: 0.8 removed correct answers that join the
@@ -175,6 +177,20 @@ pub fn hold_to_read(
     }
     let kept: Vec<&str> = checked.kept.iter().map(String::as_str).collect();
     (join_sentences(&kept), true)
+}
+
+/// `hold_to_read` for a free-text answer: held to what the model was shown
+/// (`report.shown_to_model`), the extractive answer's sentences as the closest.
+pub fn hold_to_shown(answer: String, ev: &Evidence, report: &mut Report) -> String {
+    let read = report.shown_to_model.clone();
+    let closest = || {
+        let best: Vec<&str> = extractive_answer(ev)
+            .iter()
+            .map(|s| s.text.as_str())
+            .collect();
+        join_sentences(&best)
+    };
+    hold_to_read(answer, &read, closest, report).0
 }
 
 /// Checks each sentence of `answer` against `read` (what the model was shown).
@@ -376,13 +392,6 @@ pub fn stem(word: &str) -> String {
 }
 
 const STEM_CHARS: usize = 5;
-
-fn excerpt(s: &str, n: usize) -> String {
-    match s.char_indices().nth(n) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
-}
 
 #[cfg(test)]
 mod tests {

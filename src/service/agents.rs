@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use super::{Service, ServiceError};
+use crate::kb::parse::excerpt;
 use crate::protocols::interview::{self, Interview, InterviewOptions, TurnStats};
 use crate::protocols::routing::{self, Decision, Flow, ForensicSummary};
 use crate::protocols::Report;
@@ -203,18 +204,10 @@ pub(super) fn flow_name(flow: &str) -> Result<&str, ServiceError> {
     {
         return Err(ServiceError::BadRequest(format!(
             "flow {:?}: name a flow with 1 to {MAX_FLOW_NAME} letters, digits, - and _",
-            truncated(flow, 40)
+            excerpt(flow, 40)
         )));
     }
     Ok(flow)
-}
-
-/// At most `n` characters of `s`, marked when cut (error messages quote client input).
-fn truncated(s: &str, n: usize) -> String {
-    match s.char_indices().nth(n) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -190,6 +190,14 @@ pub(crate) struct Anchors {
     seen: HashMap<String, usize>,
 }
 
+/// At most `n` characters of `s`, marked with "…" when cut (quotes in messages).
+pub fn excerpt(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
 /// The document, its text before the first heading (all of it, when it has no headings)
 /// made the first section, under `heading`: the text belongs to the document's title.
 pub(crate) fn with_preamble(

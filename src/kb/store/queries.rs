@@ -13,6 +13,15 @@ use super::{
 };
 
 impl Store {
+    /// Whether the query (`SELECT 1 …`) finds a row.
+    fn exists(&self, sql: &str, params: impl rusqlite::Params) -> Result<bool> {
+        Ok(self
+            .conn
+            .query_row(sql, params, |_| Ok(()))
+            .optional()?
+            .is_some())
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -37,15 +46,10 @@ impl Store {
     }
 
     pub fn is_excluded(&self, root: &str, path: &str) -> Result<bool> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT 1 FROM excluded WHERE root = ?1 AND path = ?2",
-                params![root, path],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_some())
+        self.exists(
+            "SELECT 1 FROM excluded WHERE root = ?1 AND path = ?2",
+            params![root, path],
+        )
     }
 
     /// The removed documents, as (root, path).
@@ -78,15 +82,9 @@ impl Store {
     /// How many chunks hold `word` (by its stem, as FTS5 matches), counted up to `cap`:
     /// how common a question's word is in this KB.
     pub fn term_chunks(&self, word: &str, cap: usize) -> Result<usize> {
-        let parts: Vec<String> = word
-            .split(|c: char| !c.is_alphanumeric() && c != '_')
-            .filter(|w| !w.is_empty())
-            .map(|w| w.replace('"', ""))
-            .collect();
-        if parts.is_empty() {
+        let Some(phrase) = fts_phrase(word) else {
             return Ok(0);
-        }
-        let phrase = format!("\"{}\"", parts.join(" "));
+        };
         let mut stmt = self.conn.prepare_cached(
             "SELECT COUNT(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?1 LIMIT ?2)",
         )?;
@@ -97,16 +95,9 @@ impl Store {
     /// with its stem, then each is checked for the word itself, since a stem is not a
     /// mention (Porter makes "LFS" the "LF" of line endings).
     pub fn term_known(&self, word: &str) -> Result<bool> {
-        let parts: Vec<String> = word
-            .split(|c: char| !c.is_alphanumeric() && c != '_')
-            .filter(|w| !w.is_empty())
-            .map(|w| w.replace('"', ""))
-            .collect();
-        if parts.is_empty() {
+        let Some(phrase) = fts_phrase(word) else {
             return Ok(true);
-        }
-        // One phrase: the word's parts in order, as FTS5 tokenizes a hyphenated name.
-        let phrase = format!("\"{}\"", parts.join(" "));
+        };
         let mut stmt = self.conn.prepare_cached(
             "SELECT text || '\n' || headings FROM chunks_fts WHERE chunks_fts MATCH ?1 LIMIT ?2",
         )?;
@@ -126,15 +117,7 @@ impl Store {
 
     /// Whether `file` has a section headed `heading` (exactly as written).
     pub fn section_exists(&self, file: &str, heading: &str) -> Result<bool> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT 1 FROM sections s JOIN documents d ON d.id = s.doc_id WHERE d.path = ?1 AND s.heading = ?2 LIMIT 1",
-                params![file, heading],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_some())
+        self.exists("SELECT 1 FROM sections s JOIN documents d ON d.id = s.doc_id WHERE d.path = ?1 AND s.heading = ?2 LIMIT 1", params![file, heading])
     }
 
     /// Headings of the sections around `heading` in `file`: its siblings (same parent),
@@ -492,4 +475,15 @@ pub fn peek(dir: &std::path::Path) -> Result<Peek> {
         chunks: count("SELECT COUNT(*) FROM chunks")?,
         folders: roots_of(&conn)?,
     })
+}
+
+/// A word as one FTS5 phrase: its parts in order, as FTS5 tokenizes a hyphenated name;
+/// None when it has no letters or digits.
+fn fts_phrase(word: &str) -> Option<String> {
+    let parts: Vec<String> = word
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty())
+        .map(|w| w.replace('"', ""))
+        .collect();
+    (!parts.is_empty()).then(|| format!("\"{}\"", parts.join(" ")))
 }

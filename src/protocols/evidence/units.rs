@@ -213,13 +213,19 @@ fn split_off_last_sentence(lines: &mut Vec<(String, String)>) {
 }
 
 /// A line's sentences: it ends one at `.`, `!` or `?` before a space, unless the next
-/// word starts in lowercase (`i.e. the`, `e.g. a`), or at its end.
+/// word starts in lowercase (`i.e. the`, `e.g. a`) or the stop is inside an inline code
+/// span (`ALTER SUBSCRIPTION ... SKIP`), or at its end.
 fn line_sentences(line: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
+    let mut in_code = false;
     let b = line.as_bytes();
     for i in 0..b.len() {
-        let end_here = matches!(b[i], b'.' | b'!' | b'?')
+        if b[i] == b'`' {
+            in_code = !in_code;
+        }
+        let end_here = !in_code
+            && matches!(b[i], b'.' | b'!' | b'?')
             && (i + 1 == b.len()
                 || (b[i + 1] == b' '
                     && !line[i + 1..]
@@ -365,6 +371,20 @@ mod tests {
                 "-k, --keep-index: All changes already added to the index are left intact.",
                 "-q: Quiet. Suppress feedback messages.",
                 "- a markdown list item that is long enough"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stop_inside_inline_code_does_not_end_the_sentence() {
+        assert_eq!(
+            split_sentences(
+                "The transaction can be skipped by using `ALTER SUBSCRIPTION ... SKIP` with \
+                 its LSN. Then replication resumes."
+            ),
+            vec![
+                "The transaction can be skipped by using `ALTER SUBSCRIPTION ... SKIP` with its LSN.",
+                "Then replication resumes."
             ]
         );
     }

@@ -17,8 +17,10 @@ const RESPONSE_MAX_CHARS: usize = 240;
 /// The schema the decoder runs under for one turn: the seed's fields, narrowed to `plan`.
 pub fn decoder_schema(plan: &TurnPlan) -> Value {
     // Exactly one question mark, as the response's last character: the single-question
-    // rule, enforced while decoding rather than checked afterwards.
-    let pattern = format!("^[^?\\n]{{9,{}}}\\?$", RESPONSE_MAX_CHARS - 1);
+    // rule, enforced while decoding rather than checked afterwards. No brackets either:
+    // an interviewer's turn has no use for them, and a small model fills them with
+    // template placeholders ("I'm [insert your name here]").
+    let pattern = format!("^[^?\\n\\[\\]{{}}<>]{{9,{}}}\\?$", RESPONSE_MAX_CHARS - 1);
     json!({
         "type": "object",
         "additionalProperties": false,
@@ -169,6 +171,25 @@ pub(super) fn plan_note(plan: &TurnPlan) -> String {
 mod tests {
     use super::super::state::{turn_for, Stage};
     use super::*;
+
+    #[test]
+    fn the_response_admits_one_question_and_no_placeholders() {
+        let plan = InterviewState::default().plan(None);
+        let schema = decoder_schema(&plan);
+        let pattern = schema["properties"]["response"]["pattern"]
+            .as_str()
+            .unwrap();
+        let re = regex::Regex::new(pattern).unwrap();
+        assert!(re.is_match("Welcome! What does your on-call week look like?"));
+        for bad in [
+            "Good morning! I'm [insert your name here]. What do you do?",
+            "Hello {name}, what do you do?",
+            "What do you do? And why?",
+            "Tell me about your work.",
+        ] {
+            assert!(!re.is_match(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn fallback_turns_are_valid_for_every_stage_and_error() {

@@ -266,15 +266,7 @@ impl Pending for PendingNavigator {
                 let watched = ("answer", &mut *watch);
                 let v = llm_object_watched(llm, SYSTEM, &user, schema, &mut report, watched)?;
                 let written = v["answer"].as_str().unwrap_or_default().trim().to_string();
-                let read = report.shown_to_model.clone();
-                let closest = || {
-                    let best: Vec<&str> = extractive_answer(&ev)
-                        .iter()
-                        .map(|s| s.text.as_str())
-                        .collect();
-                    join_sentences(&best)
-                };
-                let (answer, _) = support::hold_to_read(written, &read, closest, &mut report);
+                let answer = support::hold_to_shown(written, &ev, &mut report);
                 let mut cited: Vec<(String, String)> = Vec::new();
                 for s in v["sources"].as_array().cloned().unwrap_or_default() {
                     let key = (
