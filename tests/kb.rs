@@ -365,6 +365,17 @@ fn a_crash_mid_ingest_leaves_a_kb_that_opens_answers_and_completes() {
         !status.success(),
         "the ingest finished before it could be killed"
     );
+    // The lock goes with the last process that has its file open: a parse worker the
+    // killed ingest was spawning holds a copy until it execs (milliseconds, longer on a
+    // loaded machine: CI's two cores run the other tests meanwhile).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while sextant::kb::lock::WriterLock::try_acquire(kbdir.path()).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the killed ingest's lock was not released"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 
     // Reopening repairs: every chunk has a vector again.
     let mut kb = KnowledgeBase::open(kbdir.path(), embedder()).unwrap();
