@@ -1,4 +1,4 @@
-//! The response formats of `../shared/seeds/`, one module each: `rag` and `navigator`
+//! The five response formats (their JSON Schemas in `schemas/`), one module each: `rag` and `navigator`
 //! (answers), `section_tool` (the navigate_to_section call), `routing` and `interview`.
 //! Each owns its prompt and its validation; the schemas live in one registry
 //! (`crate::schemas`), compiled once.

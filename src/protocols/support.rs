@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::checks::invented_tokens;
 use super::evidence::Evidence;
-use super::evidence::{content_words, split_sentences};
+use super::evidence::{content_words, line_sentences, split_sentences};
 use super::grounded::{extractive_answer, join_sentences};
 use super::Report;
 use crate::kb::parse::excerpt;
@@ -196,14 +196,7 @@ pub fn hold_to_shown(answer: String, ev: &Evidence, report: &mut Report) -> Stri
 /// Checks each sentence of `answer` against `read` (what the model was shown).
 pub fn check_answer(answer: &str, read: &str) -> Checked {
     let read_sentences = split_sentences(read);
-    // A hyphenated word also stands for its parts ("keep-index" holds "keep").
-    let read_stems: HashSet<String> = content_words(read)
-        .iter()
-        .flat_map(|w| {
-            let parts: Vec<&str> = w.split('-').filter(|p| p.len() >= 2).collect();
-            std::iter::once(stem(w)).chain(parts.into_iter().map(stem))
-        })
-        .collect();
+    let read_stems = stems_of(read);
     let mut checked = Checked::default();
     for sentence in answer_sentences(answer) {
         match unsupported(&sentence, read, &read_stems, &read_sentences) {
@@ -214,9 +207,9 @@ pub fn check_answer(answer: &str, read: &str) -> Checked {
     checked
 }
 
-/// An answer's sentences, nothing dropped: a fenced code block is one unit with the line
-/// that introduces it; prose is cut after `.`, `?` or `!` followed by a space and a
-/// capital, digit, quote or backtick, never inside an inline code span.
+/// An answer's sentences, nothing dropped (`split_sentences` drops fragments too short
+/// for evidence, such as "Use 2:3."): a fenced code block is one unit with the line that
+/// introduces it; prose lines are cut as evidence lines are (`line_sentences`).
 pub fn answer_sentences(answer: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut block: Option<String> = None;
@@ -241,39 +234,23 @@ pub fn answer_sentences(answer: &str) -> Vec<String> {
             });
             continue;
         }
-        out.extend(prose_sentences(line));
+        out.extend(line_sentences(line).into_iter().map(String::from));
     }
     out.extend(block);
     out.retain(|s| !s.trim().is_empty());
     out
 }
 
-fn prose_sentences(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut in_code = false;
-    let chars: Vec<(usize, char)> = line.char_indices().collect();
-    for (k, &(i, c)) in chars.iter().enumerate() {
-        if c == '`' {
-            in_code = !in_code;
-        }
-        if in_code || !matches!(c, '.' | '?' | '!') {
-            continue;
-        }
-        let next = chars.get(k + 1).map(|p| p.1);
-        let after = chars.get(k + 2).map(|p| p.1);
-        if next.is_some_and(char::is_whitespace)
-            && after.is_some_and(|a| a.is_uppercase() || a.is_ascii_digit() || "`\"'(".contains(a))
-        {
-            out.push(line[start..=i].trim().to_string());
-            start = i + 1;
-        }
-    }
-    let rest = line[start..].trim();
-    if !rest.is_empty() {
-        out.push(rest.to_string());
-    }
-    out
+/// The stems of a text's content words; a hyphenated word also stands for its parts
+/// ("keep-index" holds "keep").
+pub fn stems_of(text: &str) -> HashSet<String> {
+    content_words(text)
+        .iter()
+        .flat_map(|w| {
+            let parts: Vec<String> = w.split('-').filter(|p| p.len() >= 2).map(stem).collect();
+            std::iter::once(stem(w)).chain(parts)
+        })
+        .collect()
 }
 
 /// Why `sentence` is not supported by the read text, or None when it is.

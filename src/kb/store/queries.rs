@@ -61,6 +61,11 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// Vectors in the index: one per chunk once an ingest has committed.
+    pub fn vector_count(&self) -> usize {
+        self.index.size()
+    }
+
     /// The stored vector of a chunk (f16 in the index, widened).
     pub fn vector(&self, key: u64) -> Option<Vec<f32>> {
         let mut buf = vec![0f32; self.dim];

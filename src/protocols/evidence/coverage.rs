@@ -1,12 +1,10 @@
 //! How much of the question the passages hold. The reader model's own judgement of
-//! whether a passage answers is near chance on git-doc's tuning half (../shared/
-//! PROBE-NOTES.md, "turn 3 probes"); what separates answered from not-documented
+//! whether a passage answers is near chance on git-doc's tuning half (its P(yes) for
+//! "does this passage answer?", measured with llama.cpp on the same file); what separates answered from not-documented
 //! questions there is the share of the question's specific words found in the passages
 //! read. So each word of the question is looked up: how many chunks of the KB hold it
 //! (none: the KB does not know it; few: it names something specific), and whether the
 //! passages the answer is read from hold it.
-
-use std::collections::HashSet;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -14,7 +12,7 @@ use serde::Serialize;
 use super::{content_words, Evidence, PASSAGES};
 use crate::kb::search::Hit;
 use crate::kb::KnowledgeBase;
-use crate::protocols::support::{stem, GENERAL};
+use crate::protocols::support::{stem, stems_of, GENERAL};
 
 /// Chunks counted per word, at most: enough to tell a rare word from a common one.
 const COUNT_CAP: usize = 2000;
@@ -38,19 +36,14 @@ pub struct Term {
 /// The question's content words (general words aside), each looked up in the KB and in
 /// the first `PASSAGES` hits.
 pub fn question_terms(kb: &KnowledgeBase, question: &str, hits: &[Hit]) -> Result<Vec<Term>> {
-    let total = kb.store().counts()?.chunks.max(1);
+    // The vector count (one per chunk) costs nothing; COUNT(*) would scan the table.
+    let total = kb.store().vector_count().max(1);
     let passages: String = hits
         .iter()
         .take(PASSAGES)
         .map(|h| format!("{} {}\n", h.section, h.text))
         .collect();
-    let passage_stems: HashSet<String> = content_words(&passages)
-        .iter()
-        .flat_map(|w| {
-            let parts: Vec<String> = w.split('-').filter(|p| p.len() >= 2).map(stem).collect();
-            std::iter::once(stem(w)).chain(parts)
-        })
-        .collect();
+    let passage_stems = stems_of(&passages);
     let mut terms: Vec<Term> = Vec::new();
     for word in content_words(question) {
         if word.chars().count() < 3

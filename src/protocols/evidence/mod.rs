@@ -14,7 +14,7 @@ use crate::embed::cosine;
 pub use crate::kb::domain::Domain;
 use crate::kb::search::{search_with_vector, Hit, SearchMode};
 use crate::kb::KnowledgeBase;
-pub use units::{split_sentences, units, Unit};
+pub use units::{line_sentences, split_sentences, units, Unit};
 
 /// Normalised score ((cos+1)/2) below which the best chunk does not answer the question.
 /// Tuned on the sample KB (`eval/sample-kb.jsonl`, the per-question `best_score` of

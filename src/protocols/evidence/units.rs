@@ -215,7 +215,7 @@ fn split_off_last_sentence(lines: &mut Vec<(String, String)>) {
 /// A line's sentences: it ends one at `.`, `!` or `?` before a space, unless the next
 /// word starts in lowercase (`i.e. the`, `e.g. a`) or the stop is inside an inline code
 /// span (`ALTER SUBSCRIPTION ... SKIP`), or at its end.
-fn line_sentences(line: &str) -> Vec<&str> {
+pub fn line_sentences(line: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     let mut in_code = false;

@@ -357,15 +357,10 @@ fn relevance(ev: &Evidence, file: &str, section: &str) -> String {
         .find(|s| ev.hits[s.hit].file == file && ev.hits[s.hit].section == section);
     let score = score_of(&ev.hits, file, section);
     match best {
-        Some(s) => {
-            let excerpt: String = s.text.chars().take(100).collect();
-            let ellipsis = if s.text.chars().count() > 100 {
-                "…"
-            } else {
-                ""
-            };
-            format!("Matches the question (score {score:.2}): \"{excerpt}{ellipsis}\"")
-        }
+        Some(s) => format!(
+            "Matches the question (score {score:.2}): \"{}\"",
+            crate::kb::parse::excerpt(&s.text, 100)
+        ),
         None => format!("Retrieved for the question (score {score:.2})"),
     }
 }
