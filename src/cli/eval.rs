@@ -42,6 +42,10 @@ pub struct EvalArgs {
     /// Print each question's outcome and answer.
     #[arg(long)]
     verbose: bool,
+    /// Score `navigate` instead of answers: where navigate_to_section lands (file, and
+    /// file and section) next to search's first hit, on the answerable questions.
+    #[arg(long, conflicts_with_all = ["modes", "format"])]
+    navigate: bool,
 }
 
 #[derive(Serialize)]
@@ -68,6 +72,9 @@ pub fn run(ctx: &Ctx, args: EvalArgs) -> Result<()> {
         questions.truncate(args.limit);
     }
     let kb = ctx.open_kb(&args.kb)?;
+    if args.navigate {
+        return run_navigation(ctx, &kb, &args, &questions);
+    }
     let modes = if args.modes.is_empty() {
         vec![ctx.default_mode()]
     } else {
@@ -217,4 +224,76 @@ fn print_table(args: &EvalArgs, runs: &[ModeRun]) {
             span(i.out_of_domain_accuracy)
         );
     }
+}
+
+/// `sextant eval --navigate`: each answerable question through navigate_to_section, scored
+/// against its label and against search's first hit for the same question.
+fn run_navigation(
+    ctx: &Ctx,
+    kb: &sextant::kb::KnowledgeBase,
+    args: &EvalArgs,
+    questions: &[EvalQuestion],
+) -> Result<()> {
+    use sextant::kb::search::{search, SearchMode};
+    use sextant::protocols::section_tool;
+    let mut llm: Option<Llm> = None;
+    let mut scored = Vec::new();
+    // Only answerable questions name a place to land on.
+    for q in questions.iter().filter(|q| q.file.is_some()) {
+        let t = Instant::now();
+        let (nav, report) = match section_tool::prepare(kb, &q.question)? {
+            Step::Done(done) => done,
+            Step::NeedsLlm(pending) => {
+                if llm.is_none() {
+                    llm = Some(ctx.load_llm()?);
+                }
+                pending.finish(llm.as_mut().expect("loaded above"))?
+            }
+        };
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        let first = search(kb, &q.question, 1, SearchMode::Hybrid)?;
+        let Some(s) = eval::score_navigation(q, &nav, &report.decision, first.first(), ms) else {
+            continue;
+        };
+        if args.verbose {
+            eprintln!(
+                "{} [{:?}] file {} section {} → {} (first hit {})",
+                s.id, s.decided_by, s.file_right, s.section_right, s.target, s.first_hit
+            );
+        }
+        scored.push(s);
+    }
+    let f = eval::summarise_navigation(&scored);
+    let line = |name: &str, s: &eval::Share| {
+        println!(
+            "  {name:<28} {:>3}/{:<3} {:.2}  (95 % {:.2}–{:.2})",
+            s.right, s.of, s.share, s.interval.0, s.interval.1
+        )
+    };
+    println!(
+        "{} · split {} · navigate over {} answerable questions",
+        args.questions.display(),
+        args.split,
+        f.questions
+    );
+    line("target file", &f.file);
+    line("target file and section", &f.file_and_section);
+    line("search's first hit: file", &f.first_hit_file);
+    line("first hit: file and section", &f.first_hit_file_and_section);
+    println!(
+        "  decided by: fast path {}, retrieval {}, LLM {} (LLM file right {}/{}) · p50 {:.2} s, p95 {:.2} s",
+        f.by_fast_path,
+        f.by_retrieval,
+        f.by_llm,
+        f.llm_file.right,
+        f.llm_file.of,
+        f.latency_p50_ms / 1e3,
+        f.latency_p95_ms / 1e3
+    );
+    if let Some(path) = &args.json {
+        let out = serde_json::json!({"figures": f, "questions": scored});
+        std::fs::write(path, serde_json::to_string_pretty(&out)?)?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
 }

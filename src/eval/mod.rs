@@ -9,6 +9,7 @@
 //! scored questions into the figures `sextant eval` prints. The scoring reads only the
 //! response as a user sees it (its format's fields) and the knowledge base.
 
+mod navigation;
 mod score;
 
 use std::path::Path;
@@ -16,6 +17,9 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+pub use navigation::{
+    score_navigation, summarise_navigation, NavigationFigures, NavigationScored, Share,
+};
 pub use score::{classify, score, summarise, Figures, Outcome, Scored};
 
 /// What a question is, as labelled in the set.

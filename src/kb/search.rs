@@ -32,6 +32,10 @@ pub struct Hit {
     pub key: u64,
     #[serde(skip)]
     pub cosine: f32,
+    /// The reciprocal-rank fusion score that ordered the hits (its scale is ranks, not
+    /// similarity: compare it only within one search).
+    #[serde(skip)]
+    pub fused: f64,
 }
 
 /// RRF's damping constant (the usual 60): ranks matter, raw scores of different scales
@@ -75,7 +79,7 @@ pub fn search_with_vector(
     ranked.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap().then(a.0.cmp(&b.0)));
     let cosines: HashMap<u64, f32> = dense.iter().copied().collect();
     let mut hits = Vec::with_capacity(k);
-    for (key, _) in ranked.into_iter().take(k) {
+    for (key, fused) in ranked.into_iter().take(k) {
         let Some(c) = kb.store.chunk(key)? else {
             continue;
         };
@@ -94,6 +98,7 @@ pub fn search_with_vector(
             score: normalised(cos),
             key,
             cosine: cos,
+            fused,
         });
     }
     Ok(hits)

@@ -424,6 +424,7 @@ mod tests {
             score: 0.8,
             key: 0,
             cosine: 0.6,
+            fused: 0.03,
         };
         let filler = "An unrelated sentence that pads the chunk out to some length.";
         let a = "First, stop the service with svc stop.";

@@ -180,7 +180,7 @@ mod vectors;
 
 use vectors::index_options;
 
-pub use queries::{fts_query, peek, Peek};
+pub use queries::{fts_query, peek, HeadingRow, Peek};
 
 impl Store {
     /// Opens (creating if needed) the store in `dir` for vectors of `dim` dimensions.

@@ -256,26 +256,22 @@ impl Store {
             .optional()?)
     }
 
-    /// Every heading with its document and anchor, in document order: (file, heading
-    /// path, anchor).
-    pub fn heading_paths(&self) -> Result<Vec<(String, Vec<String>, String)>> {
+    /// Every heading with its document and anchor, in document order.
+    pub fn heading_paths(&self) -> Result<Vec<HeadingRow>> {
         let mut stmt = self.conn.prepare(
-            "SELECT d.path, s.path, s.anchor FROM sections s JOIN documents d ON d.id = s.doc_id
+            "SELECT d.path, d.title, s.path, s.anchor FROM sections s JOIN documents d ON d.id = s.doc_id
              ORDER BY d.path, s.ord",
         )?;
         let rows = stmt.query_map([], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?))
+            let path: String = r.get(2)?;
+            Ok(HeadingRow {
+                file: r.get(0)?,
+                title: r.get(1)?,
+                path: serde_json::from_str(&path).unwrap_or_default(),
+                anchor: r.get(3)?,
+            })
         })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (file, path, anchor) = row?;
-            out.push((
-                file,
-                serde_json::from_str(&path).unwrap_or_default(),
-                anchor,
-            ));
-        }
-        Ok(out)
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// The distinct document titles, sorted.
@@ -408,6 +404,17 @@ fn contains_word(text: &str, word: &str) -> bool {
     text.match_indices(&word).any(|(i, _)| {
         !joins(text[..i].chars().next_back()) && !joins(text[i + word.len()..].chars().next())
     })
+}
+
+/// One heading of a document, as `heading_paths` lists them.
+pub struct HeadingRow {
+    /// The document's path.
+    pub file: String,
+    /// The document's title.
+    pub title: String,
+    /// The heading path, top heading first.
+    pub path: Vec<String>,
+    pub anchor: String,
 }
 
 pub fn fts_query(text: &str) -> Option<String> {

@@ -3,12 +3,14 @@
 //! each document's top headings (its H1 or title), subsections their children, deeper
 //! headings a `path`.
 //!
-//! Routing: a fuzzy match of the question to a heading routes directly (the seed's fast
-//! path); so does a retrieved passage that matches the question closely (score ≥ 0.80);
-//! otherwise the LLM chooses under a decoder schema with one `anyOf` branch per
-//! candidate section whose `subsection` is an enum of that section's own subsections, so
-//! an invalid pairing cannot be generated. A subsection that does not exist falls back to
-//! its parent section.
+//! Routing, rules first: a request that names a heading which identifies one place goes
+//! there (the seed's fast path, `fast_path`); otherwise the retrieved chunks are grouped by
+//! section and the section with the most evidence wins (`places`). The model is asked only
+//! when sections are nearly tied, under a decoder schema whose branches are exactly those
+//! sections' tool arguments, so it cannot pick an invalid pairing or a place the evidence
+//! does not support.
+
+use std::collections::HashMap;
 
 use anyhow::{bail, Result};
 use serde::Serialize;
@@ -23,9 +25,26 @@ use crate::schemas::{self, SchemaId};
 use super::shared::llm_object;
 use super::{Pending, Report, Step};
 
-/// Normalised score of the best retrieved passage above which navigation follows it
-/// without the LLM (measured with `sextant bench agents`, docs/PERFORMANCE.md).
-pub const RETRIEVAL_ROUTE_MIN: f64 = 0.80;
+mod fast_path;
+mod places;
+
+pub use fast_path::named_target;
+pub use places::Place;
+
+/// Chunks retrieved to find the place.
+const PLACE_CHUNKS: usize = 8;
+/// Places whose evidence is within this share of the best one's are tied: the model
+/// chooses among them. Zero: only places retrieval cannot order (equal fusion scores) go
+/// to the model. 0.02 (about two ranks in one fused list) won on the tuning halves but
+/// landed on the expected section less often than retrieval alone on every report half
+/// (docs/AGENTS.md): a 0.5B model reading one passage per section is a worse judge than
+/// the ranking.
+pub const NEAR_TIE: f64 = 0.0;
+/// At most this many nearly tied places go to the model.
+const MOST_TIED: usize = 3;
+/// A heading written in more than this share of the KB's chunks names no one place (a
+/// product's name is a glossary heading and a word of most of the text).
+pub const COMMON_HEADING_SHARE: f64 = 0.05;
 
 /// One heading of the tree with where it lives.
 #[derive(Debug, Clone, Serialize)]
@@ -44,36 +63,114 @@ pub struct HeadingTree {
     pub sections: Vec<TopSection>,
     /// Every heading of depth ≥ 3, for the `path` argument.
     pub deeper: Vec<Node>,
+    /// Documents headed by their title: file → the title, the top section above the
+    /// document's own headings.
+    pub titled: HashMap<String, String>,
+}
+
+/// One document's headings, in order: (heading path, anchor).
+pub struct DocHeadings {
+    pub file: String,
+    pub title: String,
+    pub headings: Vec<(Vec<String>, String)>,
 }
 
 impl HeadingTree {
     pub fn load(kb: &KnowledgeBase) -> Result<HeadingTree> {
-        let mut tree = HeadingTree::default();
-        for (file, path, anchor) in kb.store().heading_paths()? {
-            let node = Node {
-                file: file.clone(),
-                anchor,
-                section_path: path.clone(),
-            };
-            match path.len() {
-                // Names must be unique in an enum: the first document keeps a name.
-                1 if !tree.sections.iter().any(|(n, _, _)| *n == path[0]) => {
-                    tree.sections.push((path[0].clone(), node, Vec::new()));
-                }
-                2 => {
-                    if let Some((_, top, subs)) =
-                        tree.sections.iter_mut().find(|(n, _, _)| *n == path[0])
-                    {
-                        if top.file == file && !subs.iter().any(|(s, _)| *s == path[1]) {
-                            subs.push((path[1].clone(), node));
-                        }
-                    }
-                }
-                n if n >= 3 => tree.deeper.push(node),
-                _ => {}
+        let mut docs: Vec<DocHeadings> = Vec::new();
+        for row in kb.store().heading_paths()? {
+            match docs.last_mut().filter(|d| d.file == row.file) {
+                Some(d) => d.headings.push((row.path, row.anchor)),
+                None => docs.push(DocHeadings {
+                    file: row.file,
+                    title: row.title,
+                    headings: vec![(row.path, row.anchor)],
+                }),
             }
         }
-        Ok(tree)
+        Ok(HeadingTree::of(docs))
+    }
+
+    /// The tree of the documents' headings. A document whose one top heading is its own
+    /// name (a page's H1) is a top section under that name; a document with several top
+    /// headings (a reference page's Synopsis, Options, Examples), or whose top heading
+    /// another document holds already, is a top section under its title, its headings
+    /// one level down — else its sections could not be named in an enum of unique names.
+    pub fn of(docs: Vec<DocHeadings>) -> HeadingTree {
+        let mut tree = HeadingTree::default();
+        for doc in docs {
+            let tops: Vec<&String> = doc
+                .headings
+                .iter()
+                .filter(|(p, _)| p.len() == 1)
+                .map(|(p, _)| &p[0])
+                .collect();
+            let taken =
+                |name: &str, tree: &HeadingTree| tree.sections.iter().any(|(n, _, _)| n == name);
+            let prefix = if tops.len() == 1 && !taken(tops[0], &tree) {
+                None
+            } else {
+                let title = if doc.title.trim().is_empty() {
+                    &doc.file
+                } else {
+                    &doc.title
+                };
+                let name = if taken(title, &tree) {
+                    format!("{title} ({})", doc.file)
+                } else {
+                    title.clone()
+                };
+                let node = Node {
+                    file: doc.file.clone(),
+                    anchor: String::new(),
+                    section_path: vec![name.clone()],
+                };
+                tree.sections.push((name.clone(), node, Vec::new()));
+                tree.titled.insert(doc.file.clone(), name.clone());
+                Some(name)
+            };
+            for (path, anchor) in doc.headings {
+                let path: Vec<String> = prefix.iter().cloned().chain(path).collect();
+                tree.add(&doc.file, path, anchor);
+            }
+        }
+        tree
+    }
+
+    fn add(&mut self, file: &str, path: Vec<String>, anchor: String) {
+        let node = Node {
+            file: file.to_string(),
+            anchor,
+            section_path: path.clone(),
+        };
+        match path.len() {
+            // Names must be unique in an enum: the first document keeps a name.
+            1 if !self.sections.iter().any(|(n, _, _)| *n == path[0]) => {
+                self.sections.push((path[0].clone(), node, Vec::new()));
+            }
+            2 => {
+                if let Some((_, top, subs)) =
+                    self.sections.iter_mut().find(|(n, _, _)| *n == path[0])
+                {
+                    if top.file == file && !subs.iter().any(|(s, _)| *s == path[1]) {
+                        subs.push((path[1].clone(), node));
+                    }
+                }
+            }
+            n if n >= 3 => self.deeper.push(node),
+            _ => {}
+        }
+    }
+
+    /// A chunk's heading path as the tree holds it (under its document's title when the
+    /// document is headed so).
+    pub fn path_of(&self, file: &str, path: &[String]) -> Vec<String> {
+        self.titled
+            .get(file)
+            .into_iter()
+            .cloned()
+            .chain(path.iter().cloned())
+            .collect()
     }
 
     /// The seed's tool definition (OpenAI function format): section enum, combined
@@ -188,85 +285,35 @@ pub struct Navigation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NavigatedBy {
-    /// A heading named in the question.
+    /// A request that names a heading as where to go.
     FastPath,
-    /// A retrieved passage that clearly matches.
+    /// The section with the most retrieved evidence.
     Retrieval,
+    /// The model, between nearly tied sections.
     Llm,
 }
 
-/// Normalises for fuzzy matching: lowercase letters and digits, single spaces.
-fn normalise(s: &str) -> String {
-    s.to_lowercase()
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur.push(
-                (prev[j] + (ca != *cb) as usize)
-                    .min(prev[j + 1] + 1)
-                    .min(cur[j] + 1),
-            );
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
-/// The fast path: a heading named in the question (exactly, normalised, or within a small
-/// edit distance of a same-length window of the question's words). Longest match wins;
-/// a subsection match implies its section.
-pub fn fuzzy_match(tree: &HeadingTree, question: &str) -> Option<(String, Option<String>)> {
-    let q = normalise(question);
-    let words: Vec<&str> = q.split(' ').collect();
-    let matches = |heading: &str| -> bool {
-        let h = normalise(heading);
-        if h.len() < 4 {
-            return false;
-        }
-        if format!(" {q} ").contains(&format!(" {h} ")) {
-            return true;
-        }
-        let n = h.split(' ').count();
-        let tolerance = (h.len() / 8).min(3);
-        tolerance > 0
-            && words
-                .windows(n)
-                .any(|w| levenshtein(&w.join(" "), &h) <= tolerance)
-    };
-    let mut best: Option<(usize, String, Option<String>)> = None;
-    for (name, _, subs) in &tree.sections {
-        for (sub, _) in subs {
-            if matches(sub) && best.as_ref().is_none_or(|b| sub.len() > b.0) {
-                best = Some((sub.len(), name.clone(), Some(sub.clone())));
-            }
-        }
-        if matches(name) && best.as_ref().is_none_or(|b| name.len() > b.0) {
-            best = Some((name.len(), name.clone(), None));
-        }
-    }
-    best.map(|(_, s, sub)| (s, sub))
-}
-
-/// The model's part of navigation: the tree and the candidate sections it may choose.
+/// The model's part of navigation: the nearly tied places it chooses among.
 pub struct PendingNavigation {
     tree: HeadingTree,
-    candidates: Vec<String>,
+    tied: Vec<(Place, String)>,
     question: String,
     report: Report,
 }
 
-/// Routes by rules where they decide (a heading named in the question; a retrieved
-/// passage that clearly matches); else leaves the choice among the retrieved documents'
-/// sections to the model.
+/// Whether a heading is written in so much of the KB's text that it names no one place.
+fn common_in(kb: &KnowledgeBase, heading: &str) -> bool {
+    let chunks = kb.store().vector_count().max(1);
+    let cap = (chunks as f64 * COMMON_HEADING_SHARE).ceil() as usize + 1;
+    kb.store()
+        .term_chunks(heading, cap)
+        .map(|n| n >= cap)
+        .unwrap_or(false)
+}
+
+/// Routes by rules where they decide (a request naming a heading that identifies one
+/// place; a section the evidence clearly prefers); else leaves the nearly tied sections
+/// to the model.
 pub fn prepare(
     kb: &KnowledgeBase,
     question: &str,
@@ -279,8 +326,8 @@ pub fn prepare(
         mode: "navigate".into(),
         ..Default::default()
     };
-    if let Some((section, subsection)) = fuzzy_match(&tree, question) {
-        report.decision = "fast path: a heading is named in the question".into();
+    if let Some((section, subsection)) = named_target(&tree, question, &|h| common_in(kb, h)) {
+        report.decision = "fast path: the request names a heading that identifies one place".into();
         return land(
             &tree,
             &section,
@@ -291,52 +338,60 @@ pub fn prepare(
         )
         .map(Step::Done);
     }
-    let hits = search(kb, question, 5, SearchMode::Hybrid)?;
-    // A retrieved passage that matches closely names its own section: route there
-    // without the LLM (it chooses less well than retrieval on a clear match).
-    let direct = hits.first().filter(|h| {
-        h.score >= RETRIEVAL_ROUTE_MIN
-            && tree
-                .sections
-                .iter()
-                .any(|(n, node, _)| Some(n) == h.section_path.first() && node.file == h.file)
-    });
-    if let Some(h) = direct {
+    let hits = search(kb, question, PLACE_CHUNKS, SearchMode::Hybrid)?;
+    let places = places::rank(&tree, &hits);
+    let tied = places::near_ties(&places, NEAR_TIE, MOST_TIED);
+    let Some(best) = tied.first() else {
+        bail!("no retrieved section of the knowledge base can be navigated to; search for the question instead");
+    };
+    if tied.len() == 1 {
         report.decision = format!(
-            "retrieval: the best passage ({} § {}, score {:.2}) is a clear match",
-            h.file, h.section, h.score
+            "retrieval: {} holds the most evidence ({:.4}, next {:.4})",
+            best.label(),
+            best.score,
+            places.get(1).map_or(0.0, |p| p.score)
         );
-        let deeper = &h.section_path[2.min(h.section_path.len())..];
-        let sub = h.section_path.get(1).cloned();
-        return land(
-            &tree,
-            &h.section_path[0],
-            sub,
-            deeper,
-            NavigatedBy::Retrieval,
-            report,
-        )
-        .map(Step::Done);
+        return land_on(&tree, best, NavigatedBy::Retrieval, report).map(Step::Done);
     }
-    // Candidates: the top-level sections of the documents retrieval finds.
-    let mut candidates: Vec<String> = Vec::new();
-    for h in &hits {
-        if let Some(top) = h.section_path.first() {
-            if tree.sections.iter().any(|(n, _, _)| n == top) && !candidates.contains(top) {
-                candidates.push(top.clone());
-            }
-        }
-    }
-    if candidates.is_empty() {
-        candidates = tree.sections.iter().map(|(n, _, _)| n.clone()).collect();
-    }
-    report.decision = format!("LLM over {} candidate sections", candidates.len());
+    report.decision = format!("LLM between {} sections whose evidence ties", tied.len());
+    let tied = tied
+        .iter()
+        .map(|p| {
+            (
+                p.clone(),
+                crate::kb::parse::excerpt(&hits[p.best].text, 300),
+            )
+        })
+        .collect();
     Ok(Step::NeedsLlm(PendingNavigation {
         tree,
-        candidates,
+        tied,
         question: question.to_string(),
         report,
     }))
+}
+
+/// The tool arguments that reach a place.
+fn arguments_of(place: &Place) -> (String, Option<String>, Vec<String>) {
+    (
+        place.path[0].clone(),
+        place.path.get(1).cloned(),
+        place
+            .path
+            .get(2..)
+            .map(<[String]>::to_vec)
+            .unwrap_or_default(),
+    )
+}
+
+fn land_on(
+    tree: &HeadingTree,
+    place: &Place,
+    by: NavigatedBy,
+    report: Report,
+) -> Result<(Navigation, Report)> {
+    let (section, subsection, path) = arguments_of(place);
+    land(tree, &section, subsection, &path, by, report)
 }
 
 impl Pending for PendingNavigation {
@@ -345,21 +400,60 @@ impl Pending for PendingNavigation {
     fn finish(self, llm: &mut Llm) -> Result<(Navigation, Report)> {
         let PendingNavigation {
             tree,
-            candidates,
+            tied,
             question,
             mut report,
         } = self;
-        let schema = tree.decoder_schema(&candidates);
-        let desc = tree.tool_definition()["function"]["description"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let user =
-            format!("{desc}\n\nUser: {question}\nChoose the section (and subsection) to open.");
-        let v = llm_object(llm, SYSTEM, &user, schema, &mut report)?;
-        let section = v["section"].as_str().unwrap_or_default();
-        let subsection = v["subsection"].as_str().map(str::to_string);
-        land(&tree, section, subsection, &[], NavigatedBy::Llm, report)
+        // One branch per tied place: its exact tool arguments.
+        let arguments: Vec<Value> = tied
+            .iter()
+            .map(|(p, _)| {
+                let (section, sub, path) = arguments_of(p);
+                tool_call(&section, sub.as_deref(), &path)["arguments"].clone()
+            })
+            .collect();
+        let branches: Vec<Value> = arguments
+            .iter()
+            .map(|args| {
+                let props: serde_json::Map<String, Value> = args
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), json!({"const": v})))
+                    .collect();
+                let required: Vec<&String> = props.keys().collect();
+                json!({"type": "object", "additionalProperties": false, "required": required, "properties": props})
+            })
+            .collect();
+        let listing: Vec<String> = tied
+            .iter()
+            .map(|(p, text)| {
+                let (section, sub, path) = arguments_of(p);
+                let mut args = format!("section {section:?}");
+                if let Some(sub) = sub {
+                    args.push_str(&format!(", subsection {sub:?}"));
+                }
+                if !path.is_empty() {
+                    args.push_str(&format!(", path {path:?}"));
+                }
+                format!("- {args} ({}):\n  {text}", p.file)
+            })
+            .collect();
+        let user = format!(
+            "Sections that may hold the answer, each with a passage from it:\n{}\n\nUser: {question}\n\
+             Choose the section whose passage answers the user.",
+            listing.join("\n")
+        );
+        let v = llm_object(llm, SYSTEM, &user, json!({"anyOf": branches}), &mut report)?;
+        // The schema admits only these objects; the first is the evidence's own choice.
+        let chosen = arguments
+            .iter()
+            .position(|a| *a == v)
+            .map_or(&tied[0].0, |i| &tied[i].0);
+        report
+            .decision
+            .push_str(&format!("; chose {}", chosen.label()));
+        land_on(&tree, chosen, NavigatedBy::Llm, report)
     }
 }
 
@@ -418,10 +512,10 @@ fn tool_call(section: &str, subsection: Option<&str>, path: &[String]) -> Value 
 }
 
 const SYSTEM: &str = "You route a user to the right section of the documentation. Choose \
-    the section, and a subsection when the user asks about something specific.";
+    the one section whose passage answers what the user asks.";
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn node(file: &str, path: &[&str]) -> Node {
@@ -433,7 +527,7 @@ mod tests {
     }
 
     /// The seed's example tree.
-    fn seed_tree() -> HeadingTree {
+    pub(super) fn seed_tree() -> HeadingTree {
         let sub = |f: &str, top: &str, s: &str| (s.to_string(), node(f, &[top, s]));
         HeadingTree {
             sections: vec![
@@ -465,27 +559,69 @@ mod tests {
                 ),
             ],
             deeper: vec![node("agno.md", &["Agno", "Tools", "Debugging"])],
+            titled: HashMap::new(),
+        }
+    }
+
+    fn doc(file: &str, title: &str, paths: &[&[&str]]) -> DocHeadings {
+        DocHeadings {
+            file: file.into(),
+            title: title.into(),
+            headings: paths
+                .iter()
+                .map(|p| (p.iter().map(|s| s.to_string()).collect(), String::new()))
+                .collect(),
         }
     }
 
     #[test]
-    fn single_section_navigation() {
-        let t = seed_tree();
+    fn documents_with_several_or_taken_top_headings_sit_under_their_titles() {
+        let t = HeadingTree::of(vec![
+            doc(
+                "a.html",
+                "pg_dump",
+                &[&["Synopsis"], &["Options"], &["Options", "-a"]],
+            ),
+            doc("b.html", "pg_restore", &[&["Synopsis"], &["Options"]]),
+            doc(
+                "c.html",
+                "Intro",
+                &[&["Introduction"], &["Introduction", "Scope"]],
+            ),
+            doc("d.html", "Intro", &[&["Introduction"]]),
+        ]);
+        let names: Vec<&str> = t.sections.iter().map(|(n, _, _)| n.as_str()).collect();
+        assert_eq!(names, ["pg_dump", "pg_restore", "Introduction", "Intro"]);
+        // Both reference pages keep their Options, one level down.
+        let (node, fell) = t.resolve("pg_restore", Some("Options"), &[]).unwrap();
+        assert_eq!((node.file.as_str(), fell), ("b.html", false));
+        let (deep, _) = t
+            .resolve("pg_dump", Some("Options"), &["-a".into()])
+            .unwrap();
+        assert_eq!(deep.section_path, ["pg_dump", "Options", "-a"]);
         assert_eq!(
-            fuzzy_match(&t, "open the deployment guide please"),
-            Some(("Deployment Guide".into(), None))
+            t.path_of("b.html", &["Options".into()]),
+            ["pg_restore", "Options"]
         );
-        let (n, fell) = t.resolve("Deployment Guide", None, &[]).unwrap();
-        assert_eq!((n.file.as_str(), fell), ("deploy.md", false));
+        // A page whose H1 is taken goes under its title; a second such title is told apart
+        // by its file.
+        assert_eq!(
+            t.path_of("c.html", &["Introduction".into()]),
+            ["Introduction"]
+        );
+        assert_eq!(t.titled["d.html"], "Intro");
+        let e = HeadingTree::of(vec![
+            doc("x.html", "Intro", &[&["A"], &["B"]]),
+            doc("y.html", "Intro", &[&["A"], &["B"]]),
+        ]);
+        assert_eq!(e.titled["y.html"], "Intro (y.html)");
     }
 
     #[test]
-    fn hierarchical_navigation_with_enum_validation() {
+    fn the_tool_definition_lists_the_tree() {
         let t = seed_tree();
-        assert_eq!(
-            fuzzy_match(&t, "show me autogen's advanced featurs"),
-            Some(("Autogen".into(), Some("Advanced Features".into())))
-        );
+        let (n, fell) = t.resolve("Deployment Guide", None, &[]).unwrap();
+        assert_eq!((n.file.as_str(), fell), ("deploy.md", false));
         let tool = t.tool_definition();
         let params = &tool["function"]["parameters"];
         assert_eq!(
