@@ -10,6 +10,7 @@
 //! response as a user sees it (its format's fields) and the knowledge base.
 
 mod navigation;
+mod routing;
 mod score;
 
 use std::path::Path;
@@ -19,6 +20,10 @@ use serde::{Deserialize, Serialize};
 
 pub use navigation::{
     score_navigation, summarise_navigation, NavigationFigures, NavigationScored, Share,
+};
+pub use routing::{
+    load_routing_set, score_routing, summarise_routing, LoadedCase, RoutingCase, RoutingFigures,
+    RoutingScored,
 };
 pub use score::{classify, score, summarise, Figures, Outcome, Scored};
 

@@ -3,6 +3,7 @@
 //! loop. Knows nothing of schemas beyond the `Constraint` it is handed.
 
 pub mod chat_template;
+pub mod choice;
 mod config;
 pub mod decoder;
 pub mod gemma3;

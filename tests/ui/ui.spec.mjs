@@ -380,6 +380,11 @@ step("Router console: route the sample forensics", async () => {
   assert(await page.locator(tid("decided-by")).isVisible(), "decided_by is not visible");
   const reason = (await page.locator(tid("reason")).textContent()).trim();
   assert(reason.length > 0, "the decision has no reason");
+  // The console lists the forensic fields the decision rests on, and the reason names one.
+  const facts = await page.locator(tid("rests-on-fact")).allTextContents();
+  assert(facts.some((f) => f.includes("2 failing tests")), `the facts shown do not include the failing tests: ${JSON.stringify(facts)}`);
+  assert(facts.some((f) => f.includes("iteration 2 of 3")), `the facts shown do not include the iteration: ${JSON.stringify(facts)}`);
+  assert(/failing test|iteration|concern/i.test(reason), `the reason names no forensic field: "${reason}"`);
   await page.locator(tid("log-row")).first().waitFor({ state: "visible", timeout: T_UI }).catch(() => {
     throw new Failure("the decisions log shows no entry after routing");
   });

@@ -38,6 +38,8 @@ async function route() {
   $("sx-next-step").textContent = d.next_step_id ?? "—";
   $("sx-detour").textContent = d.detour_target ?? "—";
   $("sx-reason").textContent = d.reason || "";
+  // The forensic facts the decision was made on: what to check it against.
+  $("sx-rests-on").replaceChildren(...(d.rests_on || []).map((f) => el("li", { "data-testid": "rests-on-fact", text: f })));
   $("sx-decision").hidden = false;
   await loadLog();
 }

@@ -5,6 +5,7 @@ mod agents;
 mod generate;
 mod gpu;
 mod kb;
+mod routing;
 mod schemas;
 
 use std::path::PathBuf;
@@ -34,6 +35,21 @@ pub enum BenchCommand {
         flow: Option<PathBuf>,
         #[arg(long, default_value = "examples/forensics.json")]
         forensics: PathBuf,
+    },
+    /// The labelled routing set on the real model: decision accuracy (by rules, by the
+    /// model), detours without their signature, escalations, latency (docs/AGENTS.md).
+    Routing {
+        #[arg(long, default_value = "eval/routing.jsonl")]
+        set: PathBuf,
+        /// Which half: tune, report or all.
+        #[arg(long, default_value = "all", value_parser = ["tune", "report", "all"])]
+        split: String,
+        /// Also write the figures and every case's decision to this JSON file.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Print each case's decision and reason.
+        #[arg(long)]
+        verbose: bool,
     },
     /// Every JSON Schema in a folder decoded once: share valid, reasons for the rest.
     Schemas {
@@ -75,6 +91,12 @@ pub fn run(ctx: &Ctx, command: BenchCommand) -> Result<()> {
                 &forensics,
             )
         }
+        BenchCommand::Routing {
+            set,
+            split,
+            json,
+            verbose,
+        } => routing::run_routing(&mut ctx.load_llm()?, &set, &split, json.as_deref(), verbose),
         BenchCommand::Schemas { dir, max_tokens } => {
             schemas::run_schemas(&mut ctx.load_llm()?, &dir, max_tokens)
         }

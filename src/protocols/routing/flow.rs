@@ -5,6 +5,8 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
+use super::DecisionKind;
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct Flow {
     pub name: String,
@@ -15,6 +17,10 @@ pub struct Flow {
     pub steps: Vec<Step>,
     #[serde(default)]
     pub detours: Vec<Detour>,
+    /// INJECT_FLOW and INJECT_NODES, when this flow allows the model stage to choose them
+    /// (never by default: injecting work is a flow's decision, not the model's).
+    #[serde(default)]
+    pub may_inject: Vec<DecisionKind>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -81,6 +87,17 @@ impl Flow {
             toml::from_str(text)
                 .with_context(|| format!("{} is not a valid flow", path.display()))?
         };
+        if let Some(k) = flow
+            .may_inject
+            .iter()
+            .find(|k| !matches!(k, DecisionKind::InjectFlow | DecisionKind::InjectNodes))
+        {
+            bail!(
+                "{}: may_inject lists {}; only INJECT_FLOW and INJECT_NODES can be listed",
+                path.display(),
+                k.as_str()
+            );
+        }
         if flow.steps.is_empty() {
             bail!("{}: a flow needs at least one step", path.display());
         }

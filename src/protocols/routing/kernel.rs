@@ -1,9 +1,10 @@
 //! The kernel: every decision, from any stage, is checked against the flow's graph, the
 //! detour catalogue and the iteration limit before it is used.
 
-use super::{Decision, DecisionKind, Flow, ForensicSummary};
+use super::{names_forensic_field, Decision, DecisionKind, Flow, ForensicSummary};
 
-/// Kernel validation: vocabulary, targets that exist, graph constraints, loop limit.
+/// Kernel validation: vocabulary, targets that exist, graph constraints, loop limit, a
+/// DETOUR only on its signature, a reason that names a forensic field.
 pub fn kernel_check(flow: &Flow, s: &ForensicSummary, d: &Decision) -> Result<(), String> {
     if let Some(n) = &d.next_step_id {
         if flow.step_index(n).is_none() {
@@ -55,6 +56,25 @@ pub fn kernel_check(flow: &Flow, s: &ForensicSummary, d: &Decision) -> Result<()
             ))
         }
         _ => {}
+    }
+    if let (DecisionKind::Detour, Some(t)) = (d.decision, &d.detour_target) {
+        let shown = s.signature();
+        if !flow
+            .detours
+            .iter()
+            .any(|x| x.target == *t && Some(&x.signature) == shown.as_ref())
+        {
+            return Err(format!(
+                "DETOUR to {t} without its failure signature in the forensics (signature: {})",
+                shown.as_deref().unwrap_or("none")
+            ));
+        }
+    }
+    if !names_forensic_field(&d.reason, s) {
+        return Err(format!(
+            "the reason {:?} names no forensic field (tests, lint errors, a concern, the iteration, a signature, the status)",
+            d.reason
+        ));
     }
     Ok(())
 }

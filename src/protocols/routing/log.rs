@@ -35,6 +35,7 @@ pub fn record(
     let mut seed_fields = serde_json::to_value(decision)?;
     if let Some(o) = seed_fields.as_object_mut() {
         o.remove("decided_by");
+        o.remove("rests_on");
     }
     schemas::validate(SchemaId::RoutingDecision, &seed_fields)?;
     let log = log_path(run_base, &flow.name);

@@ -1,10 +1,14 @@
 //! The routing navigator (seeds/routing-navigator-protocol.md): a forensic summary in, a
 //! bounded decision out. Stages run in order and the first that decides wins: fast-path
-//! rules, deterministic checks (`stages`), then the LLM under a schema whose enums are the
-//! flow's own vocabulary, step ids and detour targets. The kernel validates every decision
-//! (from any stage); a rejected one becomes ESCALATE with the reason. Every decision is
+//! rules, deterministic checks (`stages`), then the model stage (`choose`), which scores
+//! only the decisions the rules allow from the forensics and escalates when none is
+//! clearly ahead. The kernel validates every decision (from any stage), including that
+//! its reason names a forensic field (`facts`) and that a DETOUR's signature is the one
+//! the forensics show; a rejected one becomes ESCALATE with the reason. Every decision is
 //! appended to `RUN_BASE/<flow>/routing/decisions.jsonl`, fsynced (`log`).
 
+mod choose;
+mod facts;
 mod flow;
 mod kernel;
 mod log;
@@ -15,16 +19,16 @@ mod tests;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 pub use crate::jsonl::now_rfc3339;
+pub use choose::MIN_LEAD;
+pub use facts::{forensic_facts, names_forensic_field};
 pub use flow::{Charter, Detour, Flow, Limits, Step, EXAMPLE_FLOW};
 pub use kernel::kernel_check;
 pub use log::{append_log, log_path, read_log, record, LogEntry};
-pub use stages::{decoder_schema, deterministic, fast_path};
+pub use stages::{decoder_schema, deterministic, fast_path, offers, Offer};
 pub use summary::{Concern, ForensicSummary, Iteration, Lint, Measurements, Tests};
 
-use super::shared::llm_object;
 use super::{Pending, Report, Step as ProtocolStep};
 use crate::llm::Llm;
 
@@ -123,6 +127,10 @@ pub struct Decision {
     pub reason: String,
     pub confidence: Confidence,
     pub decided_by: DecidedBy,
+    /// The forensic facts the decision was made on ("2 failing tests", "iteration 2 of
+    /// 3", …): what the router console shows next to it.
+    #[serde(default)]
+    pub rests_on: Vec<String>,
 }
 
 /// A rule's decision (rules are certain: HIGH).
@@ -140,6 +148,7 @@ pub(crate) fn decision(
         reason,
         confidence: Confidence::High,
         decided_by: by,
+        rests_on: Vec::new(),
     }
 }
 
@@ -165,8 +174,23 @@ pub fn prepare(
             let d = kernel(flow, summary, d, &mut report);
             ProtocolStep::Done((d, report))
         }
+        None if offers(flow, summary).len() == 1 => {
+            let facts = forensic_facts(flow, summary).join("; ");
+            let d = decision(
+                DecisionKind::Escalate,
+                None,
+                None,
+                format!(
+                    "ESCALATE: no rule decides and nothing but escalation is allowed on {facts}"
+                ),
+                DecidedBy::Deterministic,
+            );
+            report.decision = "decided by deterministic: only ESCALATE is allowed".into();
+            ProtocolStep::Done((kernel(flow, summary, d, &mut report), report))
+        }
         None => {
             report.decision = "no rule decides: the LLM stage".into();
+            report.decoder_schema = Some(decoder_schema(flow, summary));
             ProtocolStep::NeedsLlm(PendingRoute {
                 flow: flow.clone(),
                 summary: summary.clone(),
@@ -185,32 +209,7 @@ impl Pending for PendingRoute {
             summary: s,
             mut report,
         } = self;
-        let user = format!(
-            "Flow '{}'. Goal: {}. Non-goals: {}. Steps: {}. Known detours: {}.\n\
-             Forensic summary:\n{}\n\nDecide the next routing step.",
-            flow.name,
-            flow.charter.goal,
-            flow.charter.non_goals.join("; "),
-            flow.steps
-                .iter()
-                .map(|x| x.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            flow.detours
-                .iter()
-                .map(|d| format!("{} -> {}", d.signature, d.target))
-                .collect::<Vec<_>>()
-                .join(", "),
-            serde_json::to_string(&s)?
-        );
-        let v = llm_object(llm, SYSTEM, &user, decoder_schema(&flow, &s), &mut report)?;
-        let proposed = match llm_decision(&v) {
-            Ok(d) => d,
-            Err(why) => {
-                report.notes.push(why.clone());
-                escalation(format!("the LLM's decision is not usable: {why}"))
-            }
-        };
+        let proposed = choose::choose(llm, &flow, &s, &mut report)?;
         let d = kernel(&flow, &s, proposed, &mut report);
         Ok((d, report))
     }
@@ -226,25 +225,13 @@ pub fn route(
     match (prepare(flow, summary), llm) {
         (ProtocolStep::Done(d), _) => Ok(d),
         (ProtocolStep::NeedsLlm(p), Some(llm)) => p.finish(llm),
-        (ProtocolStep::NeedsLlm(p), None) => Ok((
-            escalation("no rule decides and no LLM is available: a human must decide".into()),
-            p.report,
-        )),
+        (ProtocolStep::NeedsLlm(p), None) => {
+            let mut d =
+                escalation("no rule decides and no LLM is available: a human must decide".into());
+            d.rests_on = forensic_facts(flow, summary);
+            Ok((d, p.report))
+        }
     }
-}
-
-/// The decision object the LLM wrote (its schema is a narrowed copy of the seed's).
-fn llm_decision(v: &Value) -> Result<Decision, String> {
-    let decision =
-        serde_json::from_value(v["decision"].clone()).map_err(|e| format!("decision: {e}"))?;
-    Ok(Decision {
-        decision,
-        next_step_id: v["next_step_id"].as_str().map(str::to_string),
-        detour_target: v["detour_target"].as_str().map(str::to_string),
-        reason: v["reason"].as_str().unwrap_or_default().into(),
-        confidence: serde_json::from_value(v["confidence"].clone()).unwrap_or(Confidence::Low),
-        decided_by: DecidedBy::Llm,
-    })
 }
 
 fn escalation(reason: String) -> Decision {
@@ -259,7 +246,7 @@ fn escalation(reason: String) -> Decision {
 
 /// The kernel's verdict on a proposed decision: kept, or replaced by ESCALATE with why.
 fn kernel(flow: &Flow, s: &ForensicSummary, proposed: Decision, report: &mut Report) -> Decision {
-    match kernel_check(flow, s, &proposed) {
+    let mut d = match kernel_check(flow, s, &proposed) {
         Ok(()) => proposed,
         Err(why) => {
             report
@@ -270,8 +257,9 @@ fn kernel(flow: &Flow, s: &ForensicSummary, proposed: Decision, report: &mut Rep
                 proposed.decided_by
             ))
         }
+    };
+    if d.rests_on.is_empty() {
+        d.rests_on = forensic_facts(flow, s);
     }
+    d
 }
-
-const SYSTEM: &str = "You are the routing navigator of a software build flow. Route on the \
-    measurements, not on narrative. When in doubt, escalate.";

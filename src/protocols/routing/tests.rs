@@ -81,12 +81,82 @@ fn deterministic_rules_in_order() {
         v["forensics"]["lint"]["errors"] = json!(5);
     }));
     assert_eq!(d.detour_target.as_deref(), Some("auto-linter"));
-    // Nothing decides and no LLM: escalate.
-    let d = decide(&summary(|_| {}));
+    // Failing tests and no HIGH concern: generic iteration, by rule.
+    let d = decide(&summary(|v| {
+        v["forensics"]["concerns"] =
+            json!([{"severity": "MEDIUM", "description": "Long function"}]);
+    }));
+    assert_eq!(
+        (
+            d.decision.as_str(),
+            d.decided_by.as_str(),
+            d.next_step_id.as_deref()
+        ),
+        ("LOOP", "deterministic", Some("build-step-3"))
+    );
+    assert!(d.reason.contains("2 failing tests"), "{}", d.reason);
+    // Tests pass and no HIGH concern, though unverified: the seed's CONTINUE.
+    let d = decide(&summary(|v| {
+        v["forensics"]["tests"]["failed"] = json!(0);
+        v["forensics"]["concerns"] = json!([]);
+    }));
     assert_eq!(
         (d.decision.as_str(), d.decided_by.as_str()),
-        ("ESCALATE", "escalate")
+        ("CONTINUE", "deterministic")
     );
+    // Nothing decides (a HIGH concern to judge; a signature the catalogue lacks) and no
+    // LLM: escalate.
+    for s in [
+        summary(|_| {}),
+        summary(|v| v["failure_signature"] = json!("segfault_in_native_code")),
+    ] {
+        let d = decide(&s);
+        assert_eq!(
+            (d.decision.as_str(), d.decided_by.as_str()),
+            ("ESCALATE", "escalate")
+        );
+    }
+    // Every decision carries the facts it rests on.
+    assert!(decide(&summary(|_| {}))
+        .rests_on
+        .contains(&"iteration 2 of 3".to_string()));
+}
+
+#[test]
+fn the_model_stage_is_offered_no_detour_without_its_signature() {
+    let f = flow();
+    let kinds = |s: &ForensicSummary| {
+        offers(&f, s)
+            .into_iter()
+            .map(|o| (o.kind.as_str(), o.detour_target))
+            .collect::<Vec<_>>()
+    };
+    // The seed's example: something to fix, iterations left; no signature, so no DETOUR,
+    // and a HIGH concern, so no CONTINUE.
+    assert_eq!(
+        kinds(&summary(|_| {})),
+        [("LOOP", None), ("ESCALATE", None)]
+    );
+    // An unknown signature: still no DETOUR (no catalogued target has it).
+    assert_eq!(
+        kinds(&summary(|v| v["failure_signature"] = json!("segfault"))),
+        [("LOOP", None), ("ESCALATE", None)]
+    );
+    // The last iteration: nothing but escalation.
+    let last = summary(|v| {
+        v["iteration"]["current"] = json!(3);
+        v["iteration"]["max"] = json!(5);
+    });
+    let mut f3 = f.clone();
+    f3.limits.max_iterations = 5;
+    assert!(offers(&f3, &last)
+        .iter()
+        .any(|o| o.kind == DecisionKind::Loop));
+    // A flow that allows injection offers it.
+    f3.may_inject = vec![DecisionKind::InjectFlow];
+    assert!(offers(&f3, &last)
+        .iter()
+        .any(|o| o.kind == DecisionKind::InjectFlow));
 }
 
 #[test]
@@ -95,11 +165,31 @@ fn kernel_rejections() {
     let s = summary(|_| {});
     let d = |kind: &str, next: Option<&str>, detour: Option<&str>| {
         let kind = serde_json::from_value(json!(kind)).unwrap();
-        decision(kind, next, detour, "x".repeat(12), DecidedBy::Llm)
+        decision(
+            kind,
+            next,
+            detour,
+            "2 failing tests remain".into(),
+            DecidedBy::Llm,
+        )
     };
     assert!(kernel_check(&f, &s, &d("CONTINUE", Some("build-step-4"), None)).is_ok());
     // Outside the vocabulary: not a decision at all.
-    assert!(llm_decision(&json!({"decision": "SKIP", "reason": "x".repeat(12)})).is_err());
+    assert!(serde_json::from_value::<DecisionKind>(json!("SKIP")).is_err());
+    // A reason that names no forensic field.
+    let mut narrative = d("LOOP", None, None);
+    narrative.reason = "The current flow is not designed to handle errors or exceptions".into();
+    assert!(kernel_check(&f, &s, &narrative)
+        .unwrap_err()
+        .contains("names no forensic field"));
+    // A catalogued DETOUR whose signature the forensics do not show.
+    assert!(
+        kernel_check(&f, &s, &d("DETOUR", None, Some("Flow 8 (Reset)")))
+            .unwrap_err()
+            .contains("without its failure signature")
+    );
+    let diverged = summary(|v| v["failure_signature"] = json!("upstream_diverged"));
+    assert!(kernel_check(&f, &diverged, &d("DETOUR", None, Some("Flow 8 (Reset)"))).is_ok());
     assert!(
         kernel_check(&f, &s, &d("CONTINUE", Some("build-step-9"), None))
             .unwrap_err()
@@ -132,22 +222,21 @@ fn decoder_schema_only_admits_what_the_kernel_accepts() {
     let s = summary(|_| {});
     let v = jsonschema::validator_for(&decoder_schema(&f, &s)).unwrap();
     let ok = |x: Value| v.is_valid(&x);
-    let r = "measured reasons here";
+    let r = "2 failing tests remain";
     assert!(ok(
-        json!({"decision": "CONTINUE", "next_step_id": "build-step-4", "reason": r, "confidence": "LOW"})
-    ));
-    assert!(!ok(
-        json!({"decision": "CONTINUE", "next_step_id": "build-step-5", "reason": r, "confidence": "LOW"})
-    ));
-    assert!(!ok(
-        json!({"decision": "DETOUR", "reason": r, "confidence": "LOW"})
+        json!({"decision": "LOOP", "next_step_id": "build-step-3", "reason": r, "confidence": "LOW"})
     ));
     assert!(ok(
-        json!({"decision": "DETOUR", "detour_target": "auto-linter", "reason": r, "confidence": "HIGH"})
+        json!({"decision": "ESCALATE", "reason": r, "confidence": "LOW"})
     ));
-    assert!(!ok(
-        json!({"decision": "TERMINATE", "reason": r, "confidence": "HIGH"})
-    ));
+    // A HIGH concern: no CONTINUE; no signature: no DETOUR; not terminal: no TERMINATE.
+    for bad in [
+        json!({"decision": "CONTINUE", "next_step_id": "build-step-4", "reason": r, "confidence": "LOW"}),
+        json!({"decision": "DETOUR", "detour_target": "auto-linter", "reason": r, "confidence": "HIGH"}),
+        json!({"decision": "TERMINATE", "reason": r, "confidence": "HIGH"}),
+    ] {
+        assert!(!ok(bad.clone()), "{bad}");
+    }
     let at_limit = summary(|v| v["iteration"]["current"] = json!(3));
     let v2 = jsonschema::validator_for(&decoder_schema(&f, &at_limit)).unwrap();
     assert!(!v2.is_valid(&json!({"decision": "LOOP", "next_step_id": "build-step-3", "reason": r, "confidence": "LOW"})));
