@@ -420,7 +420,9 @@ fn interview_turns_on_the_real_model_are_valid_and_resume_continues() {
         let mut iv = Interview::create(&path, "test", InterviewOptions::default()).unwrap();
         for (i, a) in answers[..3].iter().enumerate() {
             let (t, stats) = iv.next_turn(&mut llm).unwrap();
-            if i > 0 {
+            // The opening turn is the program's, so the model's cache is warm from the
+            // third turn on.
+            if i > 1 {
                 assert!(
                     stats.reused_tokens * 10 > stats.prompt_tokens * 7,
                     "turn {i}: only {} of {} prompt tokens reused",
@@ -442,11 +444,22 @@ fn interview_turns_on_the_real_model_are_valid_and_resume_continues() {
         iv.answer(a).unwrap();
     }
     let schema = SchemaId::InterviewTurn.builtin().json;
+    let answers: Vec<String> = answers.iter().map(|a| a.to_string()).collect();
+    let mut earlier: Vec<String> = Vec::new();
     for (i, t) in turns.iter().enumerate() {
         schema_valid(schema, t);
         let r = t["response"].as_str().unwrap();
         assert_eq!(r.matches('?').count(), 1, "turn {i}: {r}");
         assert!(t.get("error").is_none(), "turn {i} fell back: {t}");
+        // What an interviewer would say: to the person, no placeholder, not a repeat, not
+        // spoken as the person, insights from what they said.
+        let s = sextant::eval::score_turn("sre", i, t, &answers[..i], &earlier, 0.0);
+        assert!(
+            s.addressed && !s.placeholder && !s.repeated && !s.speaks_as_person,
+            "turn {i}: {s:?}"
+        );
+        assert_ne!(s.insights_from_answers, Some(false), "turn {i}: {s:?}");
+        earlier.push(r.to_string());
         if i > 0 {
             let (a, b) = (stage_index(&turns[i - 1]), stage_index(t));
             assert!(b == a || b == a + 1, "stage jumped at turn {i}: {a} -> {b}");

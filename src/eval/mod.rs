@@ -9,6 +9,7 @@
 //! scored questions into the figures `sextant eval` prints. The scoring reads only the
 //! response as a user sees it (its format's fields) and the knowledge base.
 
+mod interview;
 mod navigation;
 mod routing;
 mod score;
@@ -18,6 +19,9 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+pub use interview::{
+    load_personas, score_turn, summarise_interviews, InterviewFigures, Persona, TurnScored,
+};
 pub use navigation::{
     score_navigation, summarise_navigation, NavigationFigures, NavigationScored, Share,
 };

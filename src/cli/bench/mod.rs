@@ -4,6 +4,7 @@
 mod agents;
 mod generate;
 mod gpu;
+mod interview;
 mod kb;
 mod routing;
 mod schemas;
@@ -21,8 +22,19 @@ use super::{Ctx, KbArg};
 pub enum BenchCommand {
     /// Load time, prompt and generation speed, grammar overhead, completion rate.
     Generate(generate::BenchArgs),
-    /// Interview turn latency at turn 10, with and without KV-cache reuse.
-    Interview,
+    /// Interview turn latency at turn 10, with and without KV-cache reuse; with
+    /// `--personas`, scripted interviews scored turn by turn instead (docs/AGENTS.md).
+    Interview {
+        /// Scripted personas (JSONL, `{"id", "answers": [...]}` a line).
+        #[arg(long)]
+        personas: Option<PathBuf>,
+        /// With --personas: also write every turn's scores to this JSON file.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// With --personas: print every turn.
+        #[arg(long)]
+        verbose: bool,
+    },
     /// Latency and LLM share of navigate_to_section and the routing navigator (and the
     /// interview figures).
     Agents {
@@ -75,7 +87,14 @@ pub enum BenchCommand {
 pub fn run(ctx: &Ctx, command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Generate(args) => generate::run_generate(&ctx.llm_model()?, &args),
-        BenchCommand::Interview => agents::run_interview(&mut ctx.load_llm()?),
+        BenchCommand::Interview { personas: None, .. } => {
+            agents::run_interview(&mut ctx.load_llm()?)
+        }
+        BenchCommand::Interview {
+            personas: Some(personas),
+            json,
+            verbose,
+        } => interview::run_personas(&mut ctx.load_llm()?, &personas, json.as_deref(), verbose),
         BenchCommand::Agents {
             kb,
             questions,

@@ -11,26 +11,46 @@ use crate::llm::chat_template::Message;
 use crate::llm::Llm;
 use crate::structured::{generate_structured, OutputSpec, StructuredOutput, StructuredRequest};
 
+use super::checks::{asks_about_itself, has_placeholder, speaks_as_the_person};
 use super::state::InterviewState;
 use super::transcript::{Record, TurnRecord};
 use super::turn::{
-    decoder_schema, fallback_turn, plan_note, validate_turn, TurnError, SYSTEM_PROMPT,
+    assemble_turn, fallback_turn, plan_note, response_pattern, validate_turn, TurnError,
+    SYSTEM_PROMPT, WELCOME,
 };
 
-/// A turn's token budget.
-const TURN_MAX_TOKENS: usize = 384;
+/// A turn's token budget (an acknowledgement and one question).
+const TURN_MAX_TOKENS: usize = 96;
 /// Prompts longer than this drop their oldest exchanges (the system prompt stays).
 const MAX_PROMPT_TOKENS: usize = 3072;
 
+/// Why a generated response is not used (the turn is generated again).
 #[derive(Debug, thiserror::Error)]
-#[error("the turn repeats an earlier question")]
-struct RepeatedQuestion;
+enum Unfit {
+    #[error("the turn repeats an earlier question")]
+    Repeated,
+    #[error("the turn speaks as the person rather than to them")]
+    SpeaksAsThePerson,
+    #[error("the turn holds a template placeholder")]
+    Placeholder,
+    #[error("the question is about the interviewer, not the person")]
+    AboutItself,
+}
+
+/// Questions that stand in when every generated turn was unfit and the stage's own
+/// question was asked already: each follows up on any answer.
+const STAND_IN_QUESTIONS: &[&str] = &[
+    "Could you give me a concrete example of that?",
+    "What is the hardest part of that for you?",
+    "What would you tell someone new to your work about this?",
+    "What would you do differently if you started again?",
+];
 
 #[derive(Debug, Clone)]
 pub struct InterviewOptions {
     pub reuse_kv: bool,
     pub seed: u64,
-    /// Retries after a failed generation before the fallback turn.
+    /// Retries after a failed or unfit generation before the fallback turn.
     pub retries: u32,
     pub max_tokens: usize,
 }
@@ -40,7 +60,7 @@ impl Default for InterviewOptions {
         InterviewOptions {
             reuse_kv: true,
             seed: 7,
-            retries: 1,
+            retries: 2,
             max_tokens: TURN_MAX_TOKENS,
         }
     }
@@ -86,6 +106,8 @@ pub struct Interview {
     exchanges: Vec<(String, String)>,
     /// Answer given to the last turn, not yet answered by a new turn.
     pending_answer: Option<String>,
+    /// Every answer so far (what a turn may not claim as the interviewer's own).
+    answers: Vec<String>,
     last_turn: Option<Value>,
     /// The last turn's prompt and output as text and as the exact tokens the model saw
     /// (re-tokenizing generated text can split it differently, which would end the
@@ -120,6 +142,7 @@ impl Interview {
             opts,
             exchanges: Vec::new(),
             pending_answer: None,
+            answers: Vec::new(),
             last_turn: None,
             context: None,
         }
@@ -150,6 +173,7 @@ impl Interview {
                 }
                 Record::Answer { text, .. } => {
                     iv.state.answered();
+                    iv.answers.push(text.clone());
                     iv.pending_answer = Some(text);
                 }
             }
@@ -189,6 +213,7 @@ impl Interview {
             },
         )?;
         self.state.answered();
+        self.answers.push(text.to_string());
         self.pending_answer = Some(text.to_string());
         Ok(())
     }
@@ -210,15 +235,23 @@ impl Interview {
             None => format!("The interview starts now.\n\n{}", plan_note(&plan)),
         };
         let (prompt_text, prompt_tokens) = self.prompt(&user_message, backend)?;
-        let schema = decoder_schema(&plan);
+        // The model writes only the response, under a pattern that admits one question
+        // put to the person; the turn's other fields are set by rule (`assemble_turn`).
+        let pattern = response_pattern();
         let mut attempts = 0;
         let mut errors = Vec::new();
         let mut produced: Option<(Value, String, Vec<u32>, usize)> = None;
         let mut last_err = None;
-        while attempts <= self.opts.retries {
+        if self.state.turns == 0 {
+            // The opening has nothing to build on: the greeting stage's own question.
+            let response = format!("{WELCOME} {}", plan.stage.fallback_question());
+            let tokens = backend.encode(&response)?;
+            produced = Some((assemble_turn(&plan, &response, None), response, tokens, 0));
+            attempts = 1;
+        }
+        while produced.is_none() && attempts <= self.opts.retries {
             attempts += 1;
-            let mut req =
-                StructuredRequest::new(Vec::new(), OutputSpec::JsonSchema(schema.clone()));
+            let mut req = StructuredRequest::new(Vec::new(), OutputSpec::Regex(pattern.clone()));
             req.prompt_tokens = Some(prompt_tokens.clone());
             req.max_tokens = self.opts.max_tokens;
             req.reuse_kv = self.opts.reuse_kv;
@@ -229,16 +262,23 @@ impl Interview {
                 .seed
                 .wrapping_add(self.state.turns as u64 * 1000 + attempts as u64);
             let result = backend.generate(&req).and_then(|out| {
-                let mut turn = out.value.clone().context("no object was generated")?;
+                let response = out.text.trim().to_string();
+                if has_placeholder(&response) {
+                    bail!(Unfit::Placeholder);
+                }
+                if speaks_as_the_person(&response, &self.answers) {
+                    bail!(Unfit::SpeaksAsThePerson);
+                }
+                if asks_about_itself(&response) {
+                    bail!(Unfit::AboutItself);
+                }
+                if self.repeats_a_question(&response) {
+                    bail!(Unfit::Repeated);
+                }
+                let mut turn = assemble_turn(&plan, &response, self.pending_answer.as_deref());
                 let mut probe = self.state.clone();
                 probe.accept(&plan, &mut turn);
                 validate_turn(&turn)?;
-                // A small model can repeat its previous question word for word; ask again
-                // while retries remain (a repeat is still a valid turn, so the last
-                // attempt keeps it).
-                if attempts <= self.opts.retries && self.repeats_a_question(&turn) {
-                    bail!(RepeatedQuestion);
-                }
                 Ok((
                     turn,
                     out.text,
@@ -265,10 +305,22 @@ impl Interview {
                 (turn, text, reused)
             }
             None => {
-                let code = TurnError::classify(last_err.as_ref().unwrap(), attempts);
-                let t = fallback_turn(&plan, &self.state, code);
+                let err = last_err.as_ref().expect("a failed attempt left its error");
+                let mut t = fallback_turn(&plan, &self.state, TurnError::classify(err, attempts));
+                if err.downcast_ref::<Unfit>().is_some() {
+                    // The model answered, but not as an interviewer would: the stage's own
+                    // question (or a general follow-up) not asked yet stands in, with no
+                    // error (nothing failed).
+                    let question = std::iter::once(plan.stage.fallback_question())
+                        .chain(STAND_IN_QUESTIONS.iter().copied())
+                        .map(|q| format!("Thank you. {q}"))
+                        .find(|r| !self.repeats_a_question(r))
+                        .unwrap_or_else(|| format!("Thank you. {}", STAND_IN_QUESTIONS[0]));
+                    t = assemble_turn(&plan, &question, self.pending_answer.as_deref());
+                }
                 self.context = None;
-                (t.clone(), serde_json::to_string(&t)?, 0)
+                let text = t["response"].as_str().unwrap_or_default().to_string();
+                (t, text, 0)
             }
         };
         let prompt_tokens = prompt_tokens.len();
@@ -303,20 +355,24 @@ impl Interview {
         Ok((turn, stats))
     }
 
-    fn repeats_a_question(&self, turn: &Value) -> bool {
-        let norm = |v: &Value| {
-            v["response"]
-                .as_str()
-                .unwrap_or_default()
-                .to_lowercase()
+    /// Whether a response repeats an earlier turn's (words and case aside). Earlier
+    /// assistant messages are the response text, or a turn object in transcripts written
+    /// before the model wrote only the response.
+    fn repeats_a_question(&self, response: &str) -> bool {
+        let norm = |s: &str| {
+            s.to_lowercase()
                 .split_whitespace()
                 .collect::<Vec<_>>()
                 .join(" ")
         };
-        let new = norm(turn);
-        self.exchanges
-            .iter()
-            .any(|(_, a)| serde_json::from_str::<Value>(a).is_ok_and(|old| norm(&old) == new))
+        let new = norm(response);
+        self.exchanges.iter().any(|(_, a)| {
+            let old = serde_json::from_str::<Value>(a)
+                .ok()
+                .and_then(|v| v["response"].as_str().map(String::from))
+                .unwrap_or_else(|| a.clone());
+            norm(&old) == new
+        })
     }
 
     /// System prompt, as many recent exchanges as fit, and the new user message, as text
@@ -418,16 +474,21 @@ mod tests {
             ..Default::default()
         };
         let mut iv = Interview::create(&path, "test", opts.clone()).unwrap();
-        let (t, stats) = iv.next_turn_with(&mut Failing { calls: 0 }).unwrap();
+        // The opening turn is the program's: the model is not asked.
+        let mut failing = Failing { calls: 0 };
+        let (t, _) = iv.next_turn_with(&mut failing).unwrap();
+        assert_eq!((failing.calls, t.get("error")), (0, None));
+        iv.answer("I am a site reliability engineer.").unwrap();
+        let (t, stats) = iv.next_turn_with(&mut failing).unwrap();
         assert_eq!(t["error"], "API_ERROR");
         assert_eq!(stats.attempts, 1);
-        iv.answer("I am a site reliability engineer.").unwrap();
+        iv.answer("Eight years now.").unwrap();
         let mut iv = Interview::resume(&path, opts.clone()).unwrap();
         assert!(iv.needs_turn());
         let mut failing = Failing { calls: 0 };
         let (t, stats) = iv.next_turn_with(&mut failing).unwrap();
         assert_eq!((stats.attempts, failing.calls), (1, 1));
-        assert_eq!(t["interview_stage"], "greeting");
+        assert_eq!(t["error"], "API_ERROR");
         // A torn last line (crash mid-write) is ignored on resume.
         std::fs::OpenOptions::new()
             .append(true)
@@ -435,7 +496,7 @@ mod tests {
             .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"type\":\"answ"))
             .unwrap();
         let iv = Interview::resume(&path, opts).unwrap();
-        assert_eq!(iv.state.turns, 2);
+        assert_eq!(iv.state.turns, 3);
         assert_eq!(iv.waiting_turn(), Some(&t));
         assert!(Interview::create(&path, "test", InterviewOptions::default()).is_err());
     }
@@ -445,12 +506,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.jsonl");
         let mut iv = Interview::create(&path, "test", InterviewOptions::default()).unwrap();
+        iv.next_turn_with(&mut Failing { calls: 0 }).unwrap();
+        iv.answer("I am a site reliability engineer.").unwrap();
         let (t, stats) = iv.next_turn_with(&mut Failing { calls: 0 }).unwrap();
-        assert_eq!(stats.attempts, 2);
+        assert_eq!(stats.attempts, 3);
         assert_eq!(t["error"], "API_RETRY_FAILED");
         let saved: Vec<Record> = crate::jsonl::read(&path).unwrap();
         match saved.last() {
-            Some(Record::Turn(t)) => assert_eq!(t.errors.len(), 2),
+            Some(Record::Turn(t)) => assert_eq!(t.errors.len(), 3),
             other => panic!("{other:?}"),
         }
     }

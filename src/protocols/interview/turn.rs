@@ -1,5 +1,6 @@
-//! One turn's contract: the seed schema, the decoder schema narrowed to the plan, the
-//! system prompt and plan note, the seed's error codes and the fallback turn.
+//! One turn's contract: the response pattern the model writes under, the turn assembled
+//! around it by rule, the system prompt and plan note, the seed's error codes and the
+//! fallback turn.
 
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
@@ -8,49 +9,7 @@ use serde_json::{json, Value};
 use crate::schemas::{self, SchemaId};
 use crate::structured::StructuredError;
 
-use super::state::{InterviewState, TurnPlan};
-
-/// Longest response the decoder may write (the seed allows 2000; a spoken question plus a
-/// short acknowledgement fits well within this, and the budget stays small).
-const RESPONSE_MAX_CHARS: usize = 240;
-
-/// The schema the decoder runs under for one turn: the seed's fields, narrowed to `plan`.
-pub fn decoder_schema(plan: &TurnPlan) -> Value {
-    // Exactly one question mark, as the response's last character: the single-question
-    // rule, enforced while decoding rather than checked afterwards. No brackets either:
-    // an interviewer's turn has no use for them, and a small model fills them with
-    // template placeholders ("I'm [insert your name here]").
-    let pattern = format!("^[^?\\n\\[\\]{{}}<>]{{9,{}}}\\?$", RESPONSE_MAX_CHARS - 1);
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["interview_stage", "response", "metadata", "internal_tracking"],
-        "properties": {
-            "interview_stage": {"type": "string", "enum": [plan.stage.id()]},
-            "response": {"type": "string", "pattern": pattern},
-            "metadata": {
-                "type": "object",
-                "additionalProperties": false,
-                "required": ["question_depth", "completeness", "engagement_level"],
-                "properties": {
-                    "question_depth": {"type": "integer", "enum": plan.depths},
-                    "completeness": {"type": "integer", "minimum": plan.completeness.0, "maximum": plan.completeness.1},
-                    "engagement_level": {"type": "string", "enum": [plan.engagement.id()]}
-                }
-            },
-            "internal_tracking": {
-                "type": "object",
-                "additionalProperties": false,
-                "required": ["key_insights", "examples_collected", "follow_up_needed"],
-                "properties": {
-                    "key_insights": {"type": "array", "maxItems": 2, "items": {"type": "string", "minLength": 3, "maxLength": 80}},
-                    "examples_collected": {"type": "integer", "minimum": plan.examples.0, "maximum": plan.examples.1},
-                    "follow_up_needed": {"type": "array", "maxItems": 2, "items": {"type": "string", "minLength": 3, "maxLength": 80}}
-                }
-            }
-        }
-    })
-}
+use super::state::{Engagement, InterviewState, TurnPlan};
 
 /// The seed's error codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,36 +91,119 @@ pub fn validate_turn(turn: &Value) -> Result<()> {
     Ok(())
 }
 
-pub(super) const SYSTEM_PROMPT: &str =
-    "You are an expert interviewer capturing a professional's know-how, \
-one question at a time. The interview moves through these stages in order: greeting, \
-profiling, essence, operations, expertise_map, failure_modes, mastery, growth_path, wrap_up. \
-Reply with one JSON object: interview_stage; response (acknowledge the last answer in a few \
-words, then ask exactly one specific question that builds on it, ending with a question mark); \
-metadata (question_depth: 1 = new topic, 2 = ask for an example, 3 = process detail, 4 = \
-expert insight; completeness: percent of the stage's information gathered; engagement_level); \
-internal_tracking (key_insights: short notes of what the person revealed; examples_collected: \
-concrete examples so far; follow_up_needed: topics to explore further). Keep the response \
-short: one sentence of acknowledgement, one question. Example reply: {\"interview_stage\": \
-\"operations\", \"response\": \"That morning routine sounds well organised. Can you walk me \
-through what happens between arriving and your first client meeting?\", \"metadata\": \
-{\"question_depth\": 2, \"completeness\": 45, \"engagement_level\": \"medium\"}, \
-\"internal_tracking\": {\"key_insights\": [\"Uses time-blocking\"], \"examples_collected\": 3, \
-\"follow_up_needed\": [\"client meeting preparation\"]}}";
+/// Acknowledgements the response may open with: fixed, so the model cannot fill the
+/// opening with claims about itself or about the person.
+const ACKNOWLEDGEMENTS: &[&str] = &[
+    "Thank you.",
+    "Thanks.",
+    "I see.",
+    "That's helpful.",
+    "Understood.",
+    "Interesting.",
+    "Got it.",
+];
+/// The first turn's opening.
+pub(super) const WELCOME: &str = "Welcome, and thank you for your time.";
+
+/// The response the model may write (the first turn is the program's: there is nothing
+/// to follow up yet): one of the fixed openings, then one question put
+/// to the person — it starts with a question word, holds "you" or "your" as a word, ends
+/// with the only '?', and has no brackets (a small model fills brackets with template
+/// placeholders such as "[insert your name here]").
+pub fn response_pattern() -> String {
+    let openings: Vec<String> = ACKNOWLEDGEMENTS.iter().map(|a| regex_escape(a)).collect();
+    // Words of Latin letters, digits and the punctuation a question uses: a small model
+    // otherwise drifts into another script mid-sentence.
+    let word = r"[A-Za-z0-9À-ÿ'’,;:.\-/()&%$\x22]+";
+    format!(
+        "({}) (How|What|When|Why|Where|Which|Who|Can|Could|Would)( {word}){{0,12}} (you|your)( {word}){{1,16}}\\?",
+        openings.join("|")
+    )
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let special = ".^$*+?()[]{}|\\".contains(c);
+            special
+                .then_some('\\')
+                .into_iter()
+                .chain(std::iter::once(c))
+        })
+        .collect()
+}
+
+/// An insight noted from the person's answer: its first sentence, in their words (cut
+/// at a word near 80 characters), so an insight never says what they did not.
+pub fn insight_of(answer: &str) -> Option<String> {
+    let first = answer
+        .split_inclusive(['.', '!', '?', ';'])
+        .next()
+        .unwrap_or(answer)
+        .trim()
+        .trim_end_matches(['.', '!', '?', ';']);
+    let words: Vec<&str> = first.split_whitespace().collect();
+    let mut out = String::new();
+    for w in words {
+        if out.len() + w.len() + 1 > 80 {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    (out.chars().count() >= 3).then_some(out)
+}
+
+/// The turn object around the model's response, its other fields set by rule from the
+/// plan: the deepest depth the plan allows (a follow-up on what was just said), a
+/// completeness as far into the plan's range as the answer was engaged (a full answer
+/// gathers more of the stage than a terse one, so the stage ends sooner), the plan's
+/// engagement, one more example for a long answer, and the answer's insight.
+pub fn assemble_turn(plan: &TurnPlan, response: &str, answer: Option<&str>) -> Value {
+    let depth = plan.depths.iter().copied().max().unwrap_or(1);
+    let (lo, hi) = plan.completeness;
+    let reach = match plan.engagement {
+        Engagement::High => 1.0,
+        Engagement::Medium => 0.6,
+        Engagement::Low => 0.3,
+    };
+    let examples = plan.examples.1.min(plan.examples.0 + 1);
+    let insights: Vec<String> = answer.and_then(insight_of).into_iter().collect();
+    json!({
+        "interview_stage": plan.stage.id(),
+        "response": response,
+        "metadata": {
+            "question_depth": depth,
+            "completeness": lo + ((hi - lo) as f64 * reach).round() as u8,
+            "engagement_level": plan.engagement.id(),
+        },
+        "internal_tracking": {
+            "key_insights": insights,
+            "examples_collected": examples,
+            "follow_up_needed": [],
+        }
+    })
+}
+
+pub(super) const SYSTEM_PROMPT: &str = "You are an expert interviewer capturing a \
+professional's know-how, one question at a time. After each answer, reply with a short \
+acknowledgement and exactly one question to the person, addressed as \"you\", that follows \
+up on what they just said. Ask about their work, never about yourself; never repeat a \
+question you asked before.";
 
 /// The note that tells the model what this turn is for; it rides in the newest user message
 /// so earlier messages (and their KV cache) stay unchanged.
 pub(super) fn plan_note(plan: &TurnPlan) -> String {
-    let depth = if plan.depths.len() == 1 {
-        "Ask the first question on a new topic (depth 1).".to_string()
+    let what = if plan.new_stage {
+        "Ask a first question on this stage's topic."
     } else {
-        format!(
-            "Ask a follow-up on the same topic (depth {}) or move to a new topic (depth 1).",
-            plan.depths[0]
-        )
+        "Follow up on what they just said, one level deeper: ask for an example, a step of \
+         the process, or what they learned."
     };
     format!(
-        "[Interviewer note: stage {} — {}. {depth}]",
+        "(Interviewer note: stage {} — {}. {what})",
         plan.stage.id(),
         plan.stage.goal()
     )
@@ -173,22 +215,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_response_admits_one_question_and_no_placeholders() {
-        let plan = InterviewState::default().plan(None);
-        let schema = decoder_schema(&plan);
-        let pattern = schema["properties"]["response"]["pattern"]
-            .as_str()
-            .unwrap();
-        let re = regex::Regex::new(pattern).unwrap();
-        assert!(re.is_match("Welcome! What does your on-call week look like?"));
+    fn the_model_may_write_one_question_put_to_the_person() {
+        let re = regex::Regex::new(&format!("^(?:{})$", response_pattern())).unwrap();
+        assert!(re.is_match("I see. How do you plan your on-call week?"));
+        assert!(re.is_match("Thank you. Could you walk me through what happened next?"));
         for bad in [
-            "Good morning! I'm [insert your name here]. What do you do?",
-            "Hello {name}, what do you do?",
-            "What do you do? And why?",
-            "Tell me about your work.",
+            "I'm an AI assistant. How can you help?",
+            "I see. How can I assist with translating manuals?",
+            "Thanks. What happened next? And why?",
+            "Thanks. How do [your name] handle it?",
+            "Thanks. Tell me about your work.",
         ] {
             assert!(!re.is_match(bad), "{bad}");
         }
+        let plan = InterviewState::default().plan(Some("I run the on-call rotation for payments."));
+        let t = assemble_turn(
+            &plan,
+            "Thanks. How do you run it?",
+            Some("I run the on-call rotation for payments. Ten years."),
+        );
+        validate_turn(&t).unwrap();
+        assert_eq!(
+            t["internal_tracking"]["key_insights"][0],
+            "I run the on-call rotation for payments"
+        );
     }
 
     #[test]
@@ -211,17 +261,6 @@ mod tests {
                 st2.accept(&plan, &mut t);
                 validate_turn(&t).unwrap();
                 assert_eq!(t["error"], err.id());
-                // The fallback also fits the decoder's own schema, minus the error field.
-                let mut no_err = t.clone();
-                no_err.as_object_mut().unwrap().remove("error");
-                no_err["internal_tracking"]
-                    .as_object_mut()
-                    .unwrap()
-                    .remove("stage_transition_ready");
-                crate::constrain::validate::SchemaValidator::new(&decoder_schema(&plan))
-                    .unwrap()
-                    .validate(&no_err)
-                    .unwrap();
             }
         }
     }
