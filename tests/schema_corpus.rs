@@ -1,7 +1,8 @@
 //! The engine on real-world schemas (tests/fixtures/schema_corpus/, each file with its
 //! sources and licences: the JSON-Schema-Test-Suite's draft-07 keyword and format schemas;
 //! OpenAPI components of Kubernetes, the OpenAI API and the OpenAPI Initiative's examples;
-//! tool definitions of MCP servers and the Berkeley function-calling leaderboard), each
+//! tool definitions of MCP servers and the Berkeley function-calling leaderboard; the
+//! long tail written here: numbers and integers that invite endless digits), each
 //! decoded once with the real SmolLM2 at a small budget: an accepted object is always
 //! valid against the full schema (checked here again, independently), nothing crashes,
 //! every failure is a typed error with a message, and the share of valid objects stays

@@ -10,8 +10,10 @@
 //!   `maxLength`/`pattern` → string);
 //! - turns a schema that admits any value (`{}`, `true`) into a bounded string, a boolean
 //!   or null;
-//! - bounds numbers that have no bounds to ±10^15, so they are written as decimals (the
-//!   unbounded grammar admits `1e999`, which does not parse back as a float).
+//! - bounds numbers to ±10^15 on a step of 10^-6 where the schema sets no bound or step,
+//!   so they are written as decimals that end (the unbounded grammar admits `1e999`,
+//!   which does not parse back as a float, and fractions without end), and integers to
+//!   ±(2^53 − 1) where it sets no bound (an unbounded one can run until the budget ends).
 //!
 //! Every output of the narrowed copy is valid under the copy before it, so nothing here
 //! needs the validator's second look; the caller's schema is untouched and still checks
@@ -65,6 +67,39 @@ const KEEP_UNTYPED: &[&str] = &[
 
 /// Bound given to numbers that have none (a float's exact integers end at 2^53 ≈ 9e15).
 const NUMBER_LIMIT: f64 = 1e15;
+/// Step given to numbers that have none: six digits after the point.
+const NUMBER_STEP: f64 = 1e-6;
+/// Bound given to integers that have none: the largest every JSON parser reads exactly.
+const SAFE_INTEGER: i64 = 9_007_199_254_740_991;
+
+/// Adds the missing side(s) of a numeric range; whether any was added. A side the
+/// schema sets (inclusive or exclusive) is kept.
+fn bound_sides(obj: &mut Map<String, Value>, low: Value, high: Value) -> bool {
+    let side = |obj: &Map<String, Value>, k: &str, x: &str| {
+        obj.get(k).or_else(|| obj.get(x)).and_then(Value::as_f64)
+    };
+    let (given_low, given_high) = (
+        side(obj, "minimum", "exclusiveMinimum"),
+        side(obj, "maximum", "exclusiveMaximum"),
+    );
+    let mut added = false;
+    // A side is added only where it leaves the schema's own range intact.
+    if !obj.contains_key("minimum")
+        && !obj.contains_key("exclusiveMinimum")
+        && given_high.is_none_or(|h| h > low.as_f64().unwrap_or(f64::MIN))
+    {
+        obj.insert("minimum".into(), low);
+        added = true;
+    }
+    if !obj.contains_key("maximum")
+        && !obj.contains_key("exclusiveMaximum")
+        && given_low.is_none_or(|l| l < high.as_f64().unwrap_or(f64::MAX))
+    {
+        obj.insert("maximum".into(), high);
+        added = true;
+    }
+    added
+}
 
 /// Keywords beside which an object cannot be closed or a schema typed: they combine it
 /// with other schemas that may add properties or types.
@@ -154,15 +189,28 @@ fn walk(schema: &mut Value, at: &str, extended: &[String], notes: &mut Vec<Strin
             type_from_keywords(obj, at, notes);
         }
     }
-    if !fixed && has_type(obj, "number") && !has_any(obj, KEEP_UNTYPED) {
+    if !fixed && has_type(obj, "number") && !obj.contains_key("multipleOf") {
         // The grammar's unbounded number admits `1e999`, which no JSON parser reads
-        // back as a float; with bounds it is written as plain decimals.
-        obj.insert("minimum".into(), json!(-NUMBER_LIMIT));
-        obj.insert("maximum".into(), json!(NUMBER_LIMIT));
+        // back as a float, and digits after the point without end; within bounds and
+        // on a step of 10^-6 it is written as a plain decimal that ends.
+        let added = bound_sides(obj, json!(-NUMBER_LIMIT), json!(NUMBER_LIMIT));
+        obj.insert("multipleOf".into(), json!(NUMBER_STEP));
         notes.push(format!(
-            "{}: numbers written as decimals within ±{NUMBER_LIMIT:e}",
-            here(at)
+            "{}: numbers written as decimals{} with at most 6 digits after the point",
+            here(at),
+            if added {
+                format!(" within ±{NUMBER_LIMIT:e}")
+            } else {
+                String::new()
+            }
         ));
+    }
+    if !fixed && has_type(obj, "integer") && !has_type(obj, "number") {
+        // An integer without bounds can run on until the budget ends
+        // ("id": 1234567890123456790…); past 2^53 most parsers lose its digits anyway.
+        if bound_sides(obj, json!(-SAFE_INTEGER), json!(SAFE_INTEGER)) {
+            notes.push(format!("{}: integers within ±(2^53 − 1)", here(at)));
+        }
     }
     // An array that says nothing of its items holds any values: narrowed like `{}`.
     if !combined
@@ -301,6 +349,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn numbers_get_the_bounds_they_lack_and_keep_their_own() {
+        let mut s = json!({"type": "object", "properties": {
+            "big": {"type": "integer", "minimum": 1e20},
+            "low": {"type": "integer", "exclusiveMaximum": 10},
+            "either": {"type": ["integer", "null"]},
+            "x": {"type": "number", "maximum": 5}
+        }});
+        narrow(&mut s);
+        let p = &s["properties"];
+        assert_eq!(
+            p["big"],
+            json!({"type": "integer", "minimum": 1e20}),
+            "no maximum below its minimum"
+        );
+        assert_eq!(p["low"]["minimum"], json!(-SAFE_INTEGER));
+        assert!(p["low"].get("maximum").is_none());
+        assert_eq!(p["either"]["maximum"], json!(SAFE_INTEGER));
+        assert_eq!(
+            (
+                &p["x"]["minimum"],
+                &p["x"]["maximum"],
+                &p["x"]["multipleOf"]
+            ),
+            (&json!(-NUMBER_LIMIT), &json!(5), &json!(NUMBER_STEP))
+        );
+    }
+
+    #[test]
     fn open_objects_close_and_untyped_schemas_get_a_type() {
         let mut s = json!({
             "properties": {
@@ -329,8 +405,12 @@ mod tests {
             json!(["string", "boolean", "null"])
         );
         assert!(p["mixed"].get("type").is_none(), "keywords of two types");
-        assert_eq!(p["count"], json!({"type": "integer"}));
+        assert_eq!(
+            p["count"],
+            json!({"type": "integer", "minimum": -SAFE_INTEGER, "maximum": SAFE_INTEGER})
+        );
         assert_eq!(p["price"]["maximum"], json!(NUMBER_LIMIT));
+        assert_eq!(p["price"]["multipleOf"], json!(NUMBER_STEP));
         assert!(
             p["ratio"].get("maximum").is_none(),
             "multipleOf: left to the caller"
@@ -362,7 +442,7 @@ mod tests {
             json!({"type": "object", "properties": {"a": {}}, "minProperties": 2}),
             json!({"type": "object", "properties": {"a": {}}, "allOf": [{"properties": {"b": {}}}]}),
             json!({"type": "object", "properties": {"a": {}}, "dependencies": {"a": {"properties": {"b": {}}}}}),
-            json!({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "integer"}}),
+            json!({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}}),
             // No listed properties at the top: a free-form object (JSON mode) stays free.
             json!({"type": "object"}),
         ] {
