@@ -234,10 +234,28 @@ pub fn generate_structured(
             .map_err(StructuredError::Engine)?,
     };
     let n_ctx = llm.model.n_ctx();
+    // A `oneOf`: each try decodes under one branch (crate::constrain::one_of), so a retry
+    // tries another branch instead of sampling the same grammar again.
+    let branches = match &grammar {
+        Some(Grammar::JsonSchema(s)) => match &req.output {
+            OutputSpec::JsonSchema(original) => {
+                crate::constrain::one_of::branch_grammars(s, original)
+            }
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    let max_attempts = APPROXIMATION_ATTEMPTS.max(branches.len() as u32);
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let mut constraint = match &grammar {
+        let branch =
+            (!branches.is_empty()).then(|| &branches[(attempt as usize - 1) % branches.len()]);
+        let this_grammar = match branch {
+            Some((schema, _)) => Some(Grammar::JsonSchema(schema.clone())),
+            None => grammar.clone(),
+        };
+        let mut constraint = match &this_grammar {
             Some(g) => Some(
                 llm.grammar
                     .compile(g)
@@ -246,6 +264,7 @@ pub fn generate_structured(
             None => None,
         };
         let mut approximations = compat_notes.clone();
+        approximations.extend(branch.map(|(_, note)| note.clone()));
         approximations.extend(
             constraint
                 .as_ref()
@@ -318,7 +337,7 @@ pub fn generate_structured(
                 match v.validate(&value) {
                     Ok(()) => Some(value),
                     Err(failure) if approximations.is_empty() => return Err(failure.into()),
-                    Err(_) if attempt < APPROXIMATION_ATTEMPTS => continue,
+                    Err(_) if attempt < max_attempts => continue,
                     Err(failure) => {
                         return Err(StructuredError::Unsatisfied {
                             attempts: attempt,

@@ -6,6 +6,7 @@
 pub mod bounds;
 pub mod compat;
 pub mod narrow;
+pub mod one_of;
 pub mod validate;
 
 use std::sync::Arc;
