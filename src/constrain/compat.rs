@@ -43,12 +43,95 @@ const SCHEMA_ONE: &[&str] = &[
 pub fn for_grammar(schema: &Value) -> (Value, Vec<String>) {
     let mut out = schema.clone();
     let mut notes = Vec::new();
-    rewrite(&mut out, "", &mut notes);
+    let recursive = recursive_definitions(schema);
+    rewrite(&mut out, "", &recursive, &mut notes);
     (out, notes)
 }
 
-fn rewrite(schema: &mut Value, at: &str, notes: &mut Vec<String>) {
+/// Every `$ref` string under `v`.
+fn refs_in<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                match (k.as_str(), x) {
+                    ("$ref", Value::String(r)) => out.push(r),
+                    _ => refs_in(x, out),
+                }
+            }
+        }
+        Value::Array(xs) => xs.iter().for_each(|x| refs_in(x, out)),
+        _ => {}
+    }
+}
+
+/// The pointers (`#/definitions/X`, `#/$defs/X`) of the root's definitions that reach
+/// themselves through `$ref`s.
+fn recursive_definitions(root: &Value) -> std::collections::HashSet<String> {
+    let mut edges: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for key in ["definitions", "$defs"] {
+        if let Some(Value::Object(defs)) = root.get(key) {
+            for (name, def) in defs {
+                let mut refs = Vec::new();
+                refs_in(def, &mut refs);
+                edges.insert(
+                    format!("#/{key}/{name}"),
+                    refs.into_iter().map(String::from).collect(),
+                );
+            }
+        }
+    }
+    let reaches_itself = |start: &String| {
+        let mut seen = std::collections::HashSet::new();
+        let mut stack: Vec<&String> = edges.get(start).into_iter().flatten().collect();
+        while let Some(n) = stack.pop() {
+            if n == start {
+                return true;
+            }
+            if seen.insert(n.clone()) {
+                stack.extend(edges.get(n).into_iter().flatten());
+            }
+        }
+        false
+    };
+    edges
+        .keys()
+        .filter(|d| reaches_itself(d))
+        .cloned()
+        .collect()
+}
+
+/// Keywords beside a `$ref` that hold schemas to point into, not constraints.
+const BESIDE_REF_KEPT: &[&str] = &["$ref", "definitions", "$defs"];
+
+fn rewrite(
+    schema: &mut Value,
+    at: &str,
+    recursive: &std::collections::HashSet<String>,
+    notes: &mut Vec<String>,
+) {
     let Value::Object(obj) = schema else { return };
+    // The grammar engine refuses a recursive `$ref` with keywords beside it; the
+    // definition itself still constrains the output, the keywords beside it are checked by
+    // validation.
+    if let Some(Value::String(r)) = obj.get("$ref") {
+        if recursive.contains(r.as_str()) {
+            let beside: Vec<String> = obj
+                .keys()
+                .filter(|k| !BESIDE_REF_KEPT.contains(&k.as_str()))
+                .cloned()
+                .collect();
+            if !beside.is_empty() {
+                notes.push(format!(
+                    "{}: {} beside the recursive $ref {r} checked by validation",
+                    if at.is_empty() { "/" } else { at },
+                    beside.join(", ")
+                ));
+                for k in beside {
+                    obj.remove(&k);
+                }
+            }
+        }
+    }
     for key in COUNTS {
         if let Some(n) = obj.get(*key).and_then(Value::as_f64) {
             if n >= 0.0 && n.fract() == 0.0 && !obj[*key].is_u64() {
@@ -85,25 +168,110 @@ fn rewrite(schema: &mut Value, at: &str, notes: &mut Vec<String>) {
             if at.is_empty() { "/" } else { at }
         ));
     }
+    // A pattern the grammar's regex engine cannot read (look-around, back-references:
+    // ECMA-262 has them, the engine does not) is left to validation, whose regex engine
+    // reads them; the rest of the string's schema still constrains the output.
+    if let Some(Value::String(p)) = obj.get("pattern").cloned() {
+        if let Err(e) = regex::Regex::new(&p) {
+            let why = match e {
+                regex::Error::Syntax(s) => s.lines().last().unwrap_or_default().to_string(),
+                other => other.to_string(),
+            };
+            let here = if at.is_empty() { "/" } else { at };
+            let why = why.trim_start_matches("error: ");
+            // Without its look-around assertions a pattern only admits more: the grammar
+            // keeps that much of it.
+            let looser = without_lookaround(&p);
+            if looser != p && regex::Regex::new(&looser).is_ok() {
+                notes.push(format!(
+                    "{here}: pattern {p:?} enforced as {looser:?}, the rest by validation ({why})"
+                ));
+                obj.insert("pattern".into(), Value::String(looser));
+            } else {
+                notes.push(format!(
+                    "{here}: pattern {p:?} checked by validation only ({why})"
+                ));
+                obj.remove("pattern");
+            }
+        }
+    }
     for key in SCHEMA_MAPS {
         if let Some(Value::Object(map)) = obj.get_mut(*key) {
             for (name, sub) in map.iter_mut() {
-                rewrite(sub, &format!("{at}/{key}/{name}"), notes);
+                rewrite(sub, &format!("{at}/{key}/{name}"), recursive, notes);
             }
         }
     }
     for key in SCHEMA_LISTS {
         if let Some(Value::Array(list)) = obj.get_mut(*key) {
             for (i, sub) in list.iter_mut().enumerate() {
-                rewrite(sub, &format!("{at}/{key}/{i}"), notes);
+                rewrite(sub, &format!("{at}/{key}/{i}"), recursive, notes);
             }
         }
     }
     for key in SCHEMA_ONE {
         if let Some(sub) = obj.get_mut(*key) {
-            rewrite(sub, &format!("{at}/{key}"), notes);
+            rewrite(sub, &format!("{at}/{key}"), recursive, notes);
         }
     }
+}
+
+/// The pattern with its look-around groups (`(?=…)`, `(?!…)`, `(?<=…)`, `(?<!…)`) taken
+/// out; escapes and character classes are stepped over so their parentheses do not count.
+fn without_lookaround(p: &str) -> String {
+    let chars: Vec<char> = p.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let rest: String = chars[i..chars.len().min(i + 4)].iter().collect();
+        let opens = ["(?<=", "(?<!"].iter().any(|o| rest.starts_with(o))
+            || ["(?=", "(?!"].iter().any(|o| rest.starts_with(o));
+        if !opens {
+            match chars[i] {
+                '\\' => {
+                    out.extend(chars[i..(i + 2).min(chars.len())].iter());
+                    i += 2;
+                }
+                '[' => {
+                    let start = i;
+                    i += 1;
+                    while i < chars.len() && chars[i] != ']' {
+                        i += if chars[i] == '\\' { 2 } else { 1 };
+                    }
+                    i = (i + 1).min(chars.len());
+                    out.extend(chars[start..i].iter());
+                }
+                c => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        // Skip the group, its nested groups, escapes and classes.
+        let mut depth = 0;
+        while i < chars.len() {
+            match chars[i] {
+                '\\' => i += 1,
+                '[' => {
+                    while i < chars.len() && chars[i] != ']' {
+                        i += if chars[i] == '\\' { 2 } else { 1 };
+                    }
+                }
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        i += 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+    out
 }
 
 /// `#/…/items/N/…` → `#/…/prefixItems/N/…` (a tuple member is now under prefixItems).
@@ -148,6 +316,39 @@ mod tests {
         assert_eq!(notes.len(), 1);
         let (g, _) = for_grammar(&json!({"items": [{"type": "integer"}, {"$ref": "#/items/0"}]}));
         assert_eq!(g["prefixItems"][1]["$ref"], json!("#/prefixItems/0"));
+        // A look-ahead the engine cannot read: left to validation, with a note.
+        let (g, notes) = for_grammar(
+            &json!({"type": "string", "pattern": "^(?=.*[0-9])(?!.*[(])[a-z0-9]{8}$", "maxLength": 8}),
+        );
+        assert_eq!(
+            g,
+            json!({"type": "string", "pattern": "^[a-z0-9]{8}$", "maxLength": 8})
+        );
+        assert!(notes[0].contains("look-around"), "{notes:?}");
+        assert_eq!(without_lookaround(r"a(?<=\)b)[(?=]c"), r"a[(?=]c");
+        // A back-reference has no looser form the engine reads: validation only.
+        let (g, _) = for_grammar(&json!({"type": "string", "pattern": r"^(a)\1$"}));
+        assert!(g.get("pattern").is_none());
+        // Keywords beside a recursive $ref: left to validation (the engine refuses them);
+        // beside a plain one they stay.
+        let (g, notes) = for_grammar(&json!({
+            "definitions": {
+                "tree": {"type": "object", "properties": {"left": {"$ref": "#/definitions/tree", "type": "object"}}},
+                "leaf": {"type": "string"}
+            },
+            "$ref": "#/definitions/tree", "title": "Tree"
+        }));
+        assert_eq!(
+            g["definitions"]["tree"]["properties"]["left"],
+            json!({"$ref": "#/definitions/tree"})
+        );
+        assert!(g.get("title").is_none() && g.get("definitions").is_some());
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        let plain = json!({
+            "definitions": {"leaf": {"type": "string"}},
+            "properties": {"tag": {"$ref": "#/definitions/leaf", "maxLength": 3}}
+        });
+        assert_eq!(for_grammar(&plain), (plain.clone(), vec![]));
         // Nothing to change: the same schema, no notes.
         let s = json!({"type": "array", "items": {"type": "integer"}, "maxItems": 3});
         assert_eq!(for_grammar(&s), (s.clone(), vec![]));
