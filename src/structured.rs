@@ -256,11 +256,22 @@ pub fn generate_structured(
             None => grammar.clone(),
         };
         let mut constraint = match &this_grammar {
-            Some(g) => Some(
-                llm.grammar
-                    .compile(g)
-                    .map_err(StructuredError::Unsupported)?,
-            ),
+            Some(g) => Some(llm.grammar.compile(g).map_err(|e| {
+                // An unsatisfiable schema: say which keywords conflict, where the
+                // engine's reason does not.
+                let conflict = match &req.output {
+                    OutputSpec::JsonSchema(original)
+                        if format!("{e:#}").contains("nsatisfiable") =>
+                    {
+                        crate::constrain::conflicts::find_conflict(original)
+                    }
+                    _ => None,
+                };
+                StructuredError::Unsupported(match conflict {
+                    Some(c) => e.context(format!("the schema contradicts itself at {c}")),
+                    None => e,
+                })
+            })?),
             None => None,
         };
         let mut approximations = compat_notes.clone();
@@ -526,6 +537,27 @@ mod tests {
                 assert!(needed > 6, "{needed}");
             }
             other => panic!("expected BudgetTooSmall, got {:?}", other.map(|o| o.text)),
+        }
+    }
+
+    #[test]
+    fn an_unsatisfiable_schema_is_refused_with_the_keywords_that_conflict() {
+        let mut llm = tiny_llm(12).unwrap();
+        let req = StructuredRequest::new(
+            vec![Message::new("user", "hi")],
+            OutputSpec::JsonSchema(
+                serde_json::json!({"properties": {"n": {"allOf": [{"type": "string"}, {"type": "integer"}]}}, "required": ["n"]}),
+            ),
+        );
+        match generate_structured(&mut llm, &req, &mut |_| {}) {
+            Err(e @ StructuredError::Unsupported(_)) => {
+                let m = format!("{e:#}");
+                assert!(
+                    m.contains("/properties/n: `allOf` branch 1 says type string"),
+                    "{m}"
+                );
+            }
+            other => panic!("expected Unsupported, got {:?}", other.map(|o| o.text)),
         }
     }
 

@@ -5,6 +5,7 @@
 
 pub mod bounds;
 pub mod compat;
+pub mod conflicts;
 pub mod narrow;
 pub mod one_of;
 pub mod validate;
