@@ -85,11 +85,17 @@ pub enum StructuredError {
     #[error("{0:#}")]
     Unsupported(anyhow::Error),
     #[error(
-        "incomplete: the budget of {max_tokens} tokens ran out before the output was complete \
-         (raise the token budget: --max-tokens, or max_tokens in the API; or tighten the \
-         schema's maxLength/maxItems). Partial output: {partial}"
+        "incomplete: the budget of {max_tokens} tokens ran out before the output was complete, \
+         while writing {at} (raise the token budget: --max-tokens, or max_tokens in the API; \
+         or tighten that part's maxLength/maxItems). Partial output: {partial}"
     )]
-    Incomplete { max_tokens: usize, partial: String },
+    Incomplete {
+        max_tokens: usize,
+        partial: String,
+        /// The JSON pointer of the value being written when the budget ran out: the part of
+        /// the schema that needs the tokens.
+        at: String,
+    },
     #[error(
         "incomplete: the model's context window of {n_ctx} tokens filled up before the output \
          was complete (shorten the prompt, or use a model with a longer context). Partial \
@@ -318,6 +324,7 @@ pub fn generate_structured(
                 StopReason::MaxTokens => {
                     return Err(StructuredError::Incomplete {
                         max_tokens: req.max_tokens,
+                        at: pointer_at_end(&text),
                         partial: text,
                     })
                 }
@@ -378,6 +385,67 @@ pub fn generate_structured(
 
 /// Tries of a schema the grammar only approximates, before giving up.
 pub const APPROXIMATION_ATTEMPTS: u32 = 3;
+
+/// The JSON pointer of the value a cut-off JSON text was writing when it ended
+/// (`{"spec": {"containers": [{"env": [` → `/spec/containers/0/env`; `/` for the top).
+pub fn pointer_at_end(partial: &str) -> String {
+    // One frame per open container: an object's current key, or an array's index.
+    enum Frame {
+        Object(Option<String>),
+        Array(usize),
+    }
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut chars = partial.chars().peekable();
+    // Whether the next string in the current object is a key.
+    let mut expect_key = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                let mut text = String::new();
+                while let Some(d) = chars.next() {
+                    match d {
+                        '\\' => {
+                            if let Some(e) = chars.next() {
+                                text.push(e);
+                            }
+                        }
+                        '"' => break,
+                        d => text.push(d),
+                    }
+                }
+                if expect_key {
+                    if let Some(Frame::Object(key)) = stack.last_mut() {
+                        *key = Some(text);
+                    }
+                    expect_key = false;
+                }
+            }
+            '{' => {
+                stack.push(Frame::Object(None));
+                expect_key = true;
+            }
+            '[' => stack.push(Frame::Array(0)),
+            '}' | ']' => {
+                stack.pop();
+            }
+            ',' => match stack.last_mut() {
+                Some(Frame::Array(i)) => *i += 1,
+                Some(Frame::Object(_)) => expect_key = true,
+                None => {}
+            },
+            _ => {}
+        }
+    }
+    let parts: Vec<String> = stack
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Object(Some(k)) => Some(k.replace('~', "~0").replace('/', "~1")),
+            Frame::Object(None) => None,
+            Frame::Array(i) => Some(i.to_string()),
+        })
+        .collect();
+    format!("/{}", parts.join("/"))
+}
 
 /// Sampling temperature of the retries (the first try keeps the caller's).
 const RETRY_TEMPERATURE: f32 = 0.8;
@@ -514,6 +582,7 @@ mod tests {
             StructuredError::Incomplete {
                 max_tokens,
                 partial,
+                ..
             } => {
                 assert_eq!(*max_tokens, 6);
                 assert!(serde_json::from_str::<Value>(partial).is_err());
@@ -538,6 +607,16 @@ mod tests {
             }
             other => panic!("expected BudgetTooSmall, got {:?}", other.map(|o| o.text)),
         }
+    }
+
+    #[test]
+    fn a_cut_off_output_says_which_part_it_was_writing() {
+        assert_eq!(
+            pointer_at_end(r#"{"spec": {"name": "a,b{", "containers": [{"x": 1}, {"env": ["#),
+            "/spec/containers/1/env/0"
+        );
+        assert_eq!(pointer_at_end(r#"{"a": "say \"hi\""#), "/a");
+        assert_eq!(pointer_at_end(""), "/");
     }
 
     #[test]

@@ -281,6 +281,7 @@ mod tests {
         let parse: anyhow::Error = StructuredError::Incomplete {
             max_tokens: 8,
             partial: "{".into(),
+            at: "/".into(),
         }
         .into();
         assert_eq!(TurnError::classify(&parse, 1), TurnError::JsonParseFailed);
