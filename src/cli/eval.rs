@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use serde::Serialize;
 
-use sextant::eval::{self, EvalQuestion, Figures, Scored};
+use sextant::eval::{self, EvalQuestion, Figures, Scored, Share};
 use sextant::llm::Llm;
 use sextant::protocols::watch::Watch;
 use sextant::protocols::{prepare_ask, AnswerFormat, AnswerMode, AskRequest, Pending, Step};
@@ -264,12 +264,7 @@ fn run_navigation(
         scored.push(s);
     }
     let f = eval::summarise_navigation(&scored);
-    let line = |name: &str, s: &eval::Share| {
-        println!(
-            "  {name:<28} {:>3}/{:<3} {:.2}  (95 % {:.2}–{:.2})",
-            s.right, s.of, s.share, s.interval.0, s.interval.1
-        )
-    };
+    let line = |name: &str, s: &Share| println!("  {name:<28} {s}");
     println!(
         "{} · split {} · navigate over {} answerable questions",
         args.questions.display(),

@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::protocols::interview::checks::{
     addressed_to_the_person, has_placeholder, insight_from_answers, speaks_as_the_person,
 };
-use crate::stats::{percentile, wilson_interval};
+use crate::stats::percentile;
 
 use super::Share;
 
@@ -135,16 +135,7 @@ pub struct InterviewFigures {
 }
 
 pub fn summarise_interviews(scored: &[TurnScored]) -> InterviewFigures {
-    let share = |right: usize, of: usize| Share {
-        right,
-        of,
-        share: if of == 0 {
-            0.0
-        } else {
-            right as f64 / of as f64
-        },
-        interval: wilson_interval(right, of),
-    };
+    let share = Share::count;
     let n = scored.len();
     let count = |f: &dyn Fn(&TurnScored) -> bool| scored.iter().filter(|s| f(s)).count();
     let personas: std::collections::BTreeSet<&str> =

@@ -22,9 +22,7 @@ use serde::{Deserialize, Serialize};
 pub use interview::{
     load_personas, score_turn, summarise_interviews, InterviewFigures, Persona, TurnScored,
 };
-pub use navigation::{
-    score_navigation, summarise_navigation, NavigationFigures, NavigationScored, Share,
-};
+pub use navigation::{score_navigation, summarise_navigation, NavigationFigures, NavigationScored};
 pub use routing::{
     load_routing_set, score_routing, summarise_routing, LoadedCase, RoutingCase, RoutingFigures,
     RoutingScored,
@@ -41,6 +39,43 @@ pub enum QuestionKind {
     NotDocumented,
     /// Outside the knowledge base's domain.
     OutOfDomain,
+}
+
+/// A counted share with its 95 % Wilson interval (navigation, routing and interview
+/// figures).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Share {
+    pub right: usize,
+    pub of: usize,
+    pub share: f64,
+    pub interval: (f64, f64),
+}
+
+impl Share {
+    /// `right` of `of`; a share of nothing is 0.
+    pub fn count(right: usize, of: usize) -> Share {
+        Share {
+            right,
+            of,
+            share: if of == 0 {
+                0.0
+            } else {
+                right as f64 / of as f64
+            },
+            interval: crate::stats::wilson_interval(right, of),
+        }
+    }
+}
+
+/// "11/12 0.92 (95 % 0.65–0.99)", as the shells print a share.
+impl std::fmt::Display for Share {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:>3}/{:<3} {:.2}  (95 % {:.2}–{:.2})",
+            self.right, self.of, self.share, self.interval.0, self.interval.1
+        )
+    }
 }
 
 /// One labelled question.

@@ -8,7 +8,9 @@ use serde::Serialize;
 use super::{EvalQuestion, QuestionKind};
 use crate::kb::search::Hit;
 use crate::protocols::section_tool::{NavigatedBy, Navigation};
-use crate::stats::{percentile, wilson_interval};
+use crate::stats::percentile;
+
+use super::Share;
 
 /// One answerable question's navigation.
 #[derive(Debug, Clone, Serialize)]
@@ -83,30 +85,6 @@ pub fn score_navigation(
         decision: decision.to_string(),
         latency_ms,
     })
-}
-
-/// A counted share with its 95 % Wilson interval.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Share {
-    pub right: usize,
-    pub of: usize,
-    pub share: f64,
-    pub interval: (f64, f64),
-}
-
-impl Share {
-    fn count(right: usize, of: usize) -> Share {
-        Share {
-            right,
-            of,
-            share: if of == 0 {
-                0.0
-            } else {
-                right as f64 / of as f64
-            },
-            interval: wilson_interval(right, of),
-        }
-    }
 }
 
 /// The figures of a navigation run.

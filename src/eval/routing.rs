@@ -11,7 +11,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::protocols::routing::{DecidedBy, Decision, DecisionKind, Flow, ForensicSummary};
-use crate::stats::{percentile, wilson_interval};
+use crate::stats::percentile;
 
 use super::Share;
 
@@ -106,10 +106,7 @@ pub fn score_routing(
     let c = &loaded.case;
     let right = c.expect.contains(&d.decision)
         && (d.decision != DecisionKind::Detour || d.detour_target == c.detour_target);
-    let signature = loaded.summary.failure_signature.clone().or_else(|| {
-        (loaded.summary.forensics.lint.errors > 0 && loaded.summary.forensics.tests.failed == 0)
-            .then(|| "lint_errors".to_string())
-    });
+    let signature = loaded.summary.signature();
     let detour_without_signature = d.decision == DecisionKind::Detour
         && !loaded.flow.detours.iter().any(|x| {
             Some(&x.target) == d.detour_target.as_ref() && Some(&x.signature) == signature.as_ref()
@@ -143,17 +140,7 @@ pub struct RoutingFigures {
 
 pub fn summarise_routing(scored: &[RoutingScored]) -> RoutingFigures {
     let share = |rows: Vec<&RoutingScored>| {
-        let right = rows.iter().filter(|s| s.right).count();
-        Share {
-            right,
-            of: rows.len(),
-            share: if rows.is_empty() {
-                0.0
-            } else {
-                right as f64 / rows.len() as f64
-            },
-            interval: wilson_interval(right, rows.len()),
-        }
+        Share::count(rows.iter().filter(|s| s.right).count(), rows.len())
     };
     let model: Vec<&RoutingScored> = scored.iter().filter(|s| s.by_model).collect();
     let latencies: Vec<f64> = model.iter().map(|s| s.latency_ms).collect();

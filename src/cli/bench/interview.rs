@@ -47,12 +47,7 @@ pub fn run_personas(llm: &mut Llm, path: &Path, json: Option<&Path>, verbose: bo
         }
     }
     let f = summarise_interviews(&scored);
-    let line = |name: &str, s: &Share| {
-        println!(
-            "  {name:<32} {:>3}/{:<3} {:.2}  (95 % {:.2}–{:.2})",
-            s.right, s.of, s.share, s.interval.0, s.interval.1
-        )
-    };
+    let line = |name: &str, s: &Share| println!("  {name:<32} {s}");
     println!(
         "{} · {} personas · {} interviewer turns",
         path.display(),

@@ -47,12 +47,7 @@ pub fn run_routing(
         scored.push(s);
     }
     let f = summarise_routing(&scored);
-    let line = |name: &str, s: &Share| {
-        println!(
-            "  {name:<24} {:>3}/{:<3} {:.2}  (95 % {:.2}–{:.2})",
-            s.right, s.of, s.share, s.interval.0, s.interval.1
-        )
-    };
+    let line = |name: &str, s: &Share| println!("  {name:<24} {s}");
     println!(
         "{} · split {split} · {} routing cases",
         set.display(),

@@ -126,7 +126,7 @@ fn judge_concerns(
     llm: &mut Llm,
     s: &ForensicSummary,
     report: &mut Report,
-) -> Result<Option<(DecisionKind, String)>> {
+) -> Result<Option<(DecisionKind, String, Confidence)>> {
     let high: Vec<&str> = s
         .forensics
         .concerns
@@ -151,14 +151,15 @@ fn judge_concerns(
         .copied()
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .expect("at least one concern");
+    let concern = crate::kb::parse::excerpt(lowest.0, 80);
     let verdict = if lowest.1 < BUG_MIN - UNSURE_BAND {
         (
             DecisionKind::Escalate,
             format!(
-                "the HIGH concern \"{}\" needs a person's decision (P(bug) {:.2})",
-                crate::kb::parse::excerpt(lowest.0, 80),
+                "the HIGH concern \"{concern}\" needs a person's decision (P(bug) {:.2})",
                 lowest.1
             ),
+            Confidence::Medium,
         )
     } else if lowest.1 >= BUG_MIN + UNSURE_BAND {
         (
@@ -167,15 +168,16 @@ fn judge_concerns(
                 "the HIGH concerns are defects to fix in code (P(bug) ≥ {:.2})",
                 lowest.1
             ),
+            Confidence::Medium,
         )
     } else {
         (
             DecisionKind::Escalate,
             format!(
-                "unsure whether the HIGH concern \"{}\" is a defect or a decision (P(bug) {:.2})",
-                crate::kb::parse::excerpt(lowest.0, 80),
+                "unsure whether the HIGH concern \"{concern}\" is a defect or a decision (P(bug) {:.2})",
                 lowest.1
             ),
+            Confidence::Low,
         )
     };
     Ok(Some(verdict))
@@ -199,7 +201,7 @@ pub fn choose(
         .join("; ");
     // HIGH concerns: the checklist decides, by rule from its answers.
     let t = std::time::Instant::now();
-    if let Some((kind, why)) = judge_concerns(llm, s, report)? {
+    if let Some((kind, why, confidence)) = judge_concerns(llm, s, report)? {
         report.generation_ms = t.elapsed().as_secs_f64() * 1e3;
         let kind = if allowed.iter().any(|o| o.kind == kind) {
             kind
@@ -212,11 +214,7 @@ pub fn choose(
             next_step_id: offer.and_then(|o| o.next_step_id.clone()),
             detour_target: None,
             reason: format!("{}: {why}; {shown}", kind.as_str()),
-            confidence: if why.starts_with("unsure") {
-                Confidence::Low
-            } else {
-                Confidence::Medium
-            },
+            confidence,
             decided_by: DecidedBy::Llm,
             rests_on: facts,
         });

@@ -118,7 +118,7 @@ impl ForensicSummary {
     }
 
     /// The signature of this step's failure: given, or derived from the measurements.
-    pub(super) fn signature(&self) -> Option<String> {
+    pub fn signature(&self) -> Option<String> {
         self.failure_signature.clone().or_else(|| {
             (self.forensics.lint.errors > 0 && self.forensics.tests.failed == 0)
                 .then(|| "lint_errors".to_string())
