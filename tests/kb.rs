@@ -398,6 +398,28 @@ fn a_crash_mid_ingest_leaves_a_kb_that_opens_answers_and_completes() {
     assert!(stats.consistent, "{stats:?}");
 }
 
+/// A reader never takes the writer lock of a consistent KB, so a writer starting while
+/// `sextant kb stats` (or a search) opens it is not refused as busy.
+#[test]
+fn opening_a_consistent_kb_leaves_the_writer_lock_alone() {
+    let kbdir = tempfile::tempdir().unwrap();
+    let docs = tempfile::tempdir().unwrap();
+    std::fs::write(docs.path().join("a.md"), "# Alpha\n\nPort 7001.\n").unwrap();
+    drop(ingest_into(kbdir.path(), &[docs.path().to_path_buf()]));
+    let lock_file = kbdir.path().join(sextant::kb::lock::LOCK_FILE);
+    std::fs::write(&lock_file, "").unwrap();
+    let held = sextant::kb::lock::WriterLock::try_acquire(kbdir.path()).unwrap();
+    let holder = std::fs::read_to_string(&lock_file).unwrap();
+    let kb = KnowledgeBase::open(kbdir.path(), embedder()).unwrap();
+    assert_eq!(kb.store().counts().unwrap().documents, 1);
+    drop(held);
+    std::fs::write(&lock_file, "").unwrap();
+    let reader = KnowledgeBase::open(kbdir.path(), embedder()).unwrap();
+    // Taking the lock writes the holder into the file; a reader leaves it empty.
+    assert_eq!(std::fs::read_to_string(&lock_file).unwrap(), "", "{holder}");
+    drop(reader);
+}
+
 /// Code blocks, tables and lists survive from the source to the Reader, in Markdown, HTML
 /// and DOCX, and a chunk holds a code block whole.
 #[test]

@@ -155,18 +155,28 @@ impl KnowledgeBase {
     pub fn open(dir: &Path, embedder: Arc<Embedder>) -> Result<Self> {
         let mut store = Store::open(dir, embedder.dim, &embedder.name)?;
         let found = store.check().context("consistency check")?;
-        let Ok(_writer) = lock::WriterLock::try_acquire(dir) else {
-            tracing::info!(
-                "{}: another process is writing; not repairing",
-                dir.display()
-            );
+        let clean = found.missing_vectors.is_empty() && found.orphan_vectors_removed == 0;
+        // A clean KB is opened without the writer lock: a reader that took it, even for a
+        // moment, would make a writer starting at that moment fail as busy.
+        let writer = if clean {
+            None
+        } else {
+            lock::WriterLock::try_acquire(dir).ok()
+        };
+        if clean || writer.is_none() {
+            if !clean {
+                tracing::info!(
+                    "{}: another process is writing; not repairing",
+                    dir.display()
+                );
+            }
             return Ok(KnowledgeBase {
                 store,
                 embedder,
                 repaired: found,
                 domain: std::sync::OnceLock::new(),
             });
-        };
+        }
         if !found.missing_vectors.is_empty() {
             tracing::warn!(
                 "{}: {} chunks had no vector (interrupted ingest?); embedding them again",

@@ -190,6 +190,9 @@ impl Store {
         let db = dir.join(DB_FILE);
         let conn =
             Connection::open(&db).with_context(|| format!("cannot open {}", db.display()))?;
+        // Another process's write transaction (an ingest, a settings row) holds the
+        // database for moments: wait for it rather than fail as "database is locked".
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
         )?;
