@@ -610,7 +610,8 @@ fn knowledge_bases_are_created_switched_renamed_and_follow_their_folders() {
     call(json!({"op": "switch_kb", "name": "ops"})).unwrap();
     assert_eq!(svc.kb_name(), "ops");
     assert_eq!(documents(), 0, "a new knowledge base is empty");
-    svc.ingest(&docs, false, &mut |_, _, _| {}).unwrap();
+    svc.ingest(std::slice::from_ref(&docs), false, &mut |_| {})
+        .unwrap();
     assert_eq!(documents(), 1);
     let listed = call(json!({"op": "kbs"})).unwrap();
     let open = listed["kbs"]

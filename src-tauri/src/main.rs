@@ -225,12 +225,13 @@ async fn ingest(
             .filter(|p| !p.is_empty())
             .map(PathBuf::from);
         let result = svc.ingest_target(path.as_deref()).and_then(|path| {
-            svc.ingest(&path, images.unwrap_or(false), &mut |done, total, file| {
+            let report = svc.ingest(&[path], images.unwrap_or(false), &mut |p| {
                 let _ = app.emit(
                     "ingest://progress",
-                    json!({"done": done, "total": total, "file": file}),
+                    json!({"done": p.done, "total": p.total, "file": p.file}),
                 );
-            })
+            })?;
+            Ok(json!({ "summary": report }))
         });
         trace("ingest", &result);
         match result {

@@ -5,8 +5,10 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use sextant::kb::ingest::{IngestEvent, IngestOptions, IngestReport};
-use sextant::kb::KnowledgeBase;
+use std::time::Duration;
+
+use sextant::kb::ingest::IngestReport;
+use sextant::service::Service;
 
 use super::{Ctx, KbArg};
 
@@ -33,23 +35,19 @@ pub struct IngestArgs {
 }
 
 pub fn run(ctx: &Ctx, args: IngestArgs) -> Result<()> {
-    let mut kb = ctx.open_kb(&args.kb)?;
-    let mut opts = IngestOptions::isolated()?;
-    opts.images = args.images;
-    if let Some(iso) = opts.isolation.as_mut() {
-        iso.timeout = std::time::Duration::from_secs(args.parse_timeout.max(1));
-    }
-    run_ingest(&mut kb, &args.paths, &opts, args.json)?;
+    let timeout = Duration::from_secs(args.parse_timeout.max(1));
+    let svc = ctx.isolated_service(&args.kb, Some(timeout))?;
+    run_ingest(&svc, &args.paths, args.images, args.json)?;
     if !args.watch {
         return Ok(());
     }
-    watch(&mut kb, &args.paths, &opts, args.json)
+    watch(&svc, &args.paths, args.images, args.json)
 }
 
 pub fn run_ingest(
-    kb: &mut KnowledgeBase,
+    svc: &Service,
     paths: &[PathBuf],
-    opts: &IngestOptions,
+    images: bool,
     json: bool,
 ) -> Result<IngestReport> {
     use indicatif::{ProgressBar, ProgressStyle};
@@ -62,14 +60,15 @@ pub fn run_ingest(
     );
     let start = std::time::Instant::now();
     let mut chunks = 0usize;
-    let report = sextant::kb::ingest::ingest(kb, paths, opts, &mut |ev| match ev {
-        IngestEvent::Found(n) => bar.inc_length(n as u64),
-        IngestEvent::File { path, chunks: c } => {
-            chunks += c;
-            let rate = chunks as f64 / start.elapsed().as_secs_f64().max(1e-3);
-            bar.set_message(format!("{chunks} chunks ({rate:.0}/s) {path}"));
-            bar.inc(1);
+    let report = svc.ingest(paths, images, &mut |p| {
+        bar.set_length(p.total as u64);
+        if p.file.is_empty() {
+            return;
         }
+        chunks += p.chunks;
+        let rate = chunks as f64 / start.elapsed().as_secs_f64().max(1e-3);
+        bar.set_message(format!("{chunks} chunks ({rate:.0}/s) {}", p.file));
+        bar.set_position(p.done as u64);
     })?;
     bar.finish_and_clear();
     if json {
@@ -77,7 +76,7 @@ pub fn run_ingest(
     } else {
         println!(
             "{}: {} added, {} changed, {} removed, {} unchanged, {} skipped; {} chunks embedded in {:.1} s",
-            kb.store().dir().display(),
+            svc.kb_dir().display(),
             report.added.len(),
             report.changed.len(),
             report.removed.len(),
@@ -101,12 +100,7 @@ pub fn run_ingest(
     Ok(report)
 }
 
-fn watch(
-    kb: &mut KnowledgeBase,
-    paths: &[PathBuf],
-    opts: &IngestOptions,
-    json: bool,
-) -> Result<()> {
+fn watch(svc: &Service, paths: &[PathBuf], images: bool, json: bool) -> Result<()> {
     let (tx, rx) = std::sync::mpsc::channel();
     let watcher = sextant::kb::follow::follow(paths, move || {
         let _ = tx.send(());
@@ -116,7 +110,7 @@ fn watch(
     }
     eprintln!("watching {} path(s); Ctrl-C to stop", paths.len());
     while rx.recv().is_ok() {
-        run_ingest(kb, paths, opts, json)?;
+        run_ingest(svc, paths, images, json)?;
     }
     Ok(())
 }

@@ -4,6 +4,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 
 use sextant::kb::search::SearchMode;
+use sextant::service::DocumentList;
 
 use super::{Ctx, KbArg};
 
@@ -52,8 +53,8 @@ pub enum KbCommand {
 }
 
 pub fn search(ctx: &Ctx, args: SearchArgs) -> Result<()> {
-    let kb = ctx.open_kb(&args.kb)?;
-    let hits = sextant::kb::search::search(&kb, &args.query, args.k, args.mode)?;
+    let svc = ctx.service(&args.kb)?;
+    let hits = svc.search(&args.query, args.k, Some(args.mode))?;
     if args.json {
         println!(
             "{}",
@@ -85,9 +86,7 @@ pub fn run(ctx: &Ctx, command: KbCommand) -> Result<()> {
     match command {
         KbCommand::Stats { kb, json } => stats(ctx, &kb, json),
         KbCommand::List { kb, json } => {
-            let kb = ctx.open_kb(&kb)?;
-            let documents = kb.store().list_documents()?;
-            let removed: Vec<String> = kb.store().excluded()?.into_iter().map(|(_, p)| p).collect();
+            let DocumentList { documents, removed } = ctx.service(&kb)?.documents()?;
             if json {
                 let out = serde_json::json!({"documents": documents, "removed": removed});
                 println!("{}", serde_json::to_string_pretty(&out)?);
@@ -105,15 +104,12 @@ pub fn run(ctx: &Ctx, command: KbCommand) -> Result<()> {
             Ok(())
         }
         KbCommand::Remove { kb, path } => {
-            let mut kb = ctx.open_kb(&kb)?;
-            sextant::kb::documents::remove(&mut kb, &path)?;
+            ctx.service(&kb)?.remove_document(&path)?;
             println!("removed {path}; ingesting its folder leaves it out until `sextant kb reindex {path}`");
             Ok(())
         }
         KbCommand::Reindex { kb, path } => {
-            let mut kb = ctx.open_kb(&kb)?;
-            let opts = sextant::kb::ingest::IngestOptions::isolated()?;
-            let report = sextant::kb::documents::reindex(&mut kb, &path, &opts)?;
+            let report = ctx.isolated_service(&kb, None)?.reindex_document(&path)?;
             if let Some((file, why)) = report.skipped.first() {
                 anyhow::bail!("{file}: {why}");
             }
@@ -124,8 +120,7 @@ pub fn run(ctx: &Ctx, command: KbCommand) -> Result<()> {
 }
 
 fn stats(ctx: &Ctx, kb: &KbArg, json: bool) -> Result<()> {
-    let mut kb = ctx.open_kb(kb)?;
-    let stats = kb.stats()?;
+    let stats = ctx.service(kb)?.kb_stats()?;
     if json {
         println!("{}", serde_json::to_string_pretty(&stats)?);
         return Ok(());

@@ -74,6 +74,27 @@ impl Ctx {
         Service::open(&self.store, &self.open_options(kb))
     }
 
+    /// The service for commands that parse documents: each file in a worker run by this
+    /// binary, stopped after `parse_timeout` (default: the worker's own).
+    pub fn isolated_service(
+        &self,
+        kb: &KbArg,
+        parse_timeout: Option<std::time::Duration>,
+    ) -> Result<Service> {
+        let mut isolation = sextant::kb::parse::worker::Isolation::current_exe()?;
+        if let Some(t) = parse_timeout {
+            isolation.timeout = t;
+        }
+        Service::open(
+            &self.store,
+            &OpenOptions {
+                parse_isolation: Some(isolation),
+                ..self.open_options(kb)
+            },
+        )
+    }
+
+    /// The KB alone, below the service: for `eval` and `bench`, which measure the parts.
     pub fn open_kb(&self, arg: &KbArg) -> Result<KnowledgeBase> {
         let model = self
             .store

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use sextant::kb::ingest::IngestOptions;
 use sextant::kb::parse::worker::Isolation;
 
 use super::{Ctx, KbArg};
@@ -67,10 +66,6 @@ pub fn run(ctx: &Ctx, args: ServeArgs) -> Result<()> {
             args.host
         );
     }
-    if !args.ingest.is_empty() {
-        let mut kb = ctx.open_kb(&args.kb)?;
-        super::ingest::run_ingest(&mut kb, &args.ingest, &IngestOptions::isolated()?, false)?;
-    }
     let svc = Service::open(
         &ctx.store,
         &OpenOptions {
@@ -82,6 +77,9 @@ pub fn run(ctx: &Ctx, args: ServeArgs) -> Result<()> {
             ..ctx.open_options(&args.kb)
         },
     )?;
+    if !args.ingest.is_empty() {
+        super::ingest::run_ingest(&svc, &args.ingest, false, false)?;
+    }
     let svc = svc.shared();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

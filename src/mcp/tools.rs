@@ -113,7 +113,8 @@ pub fn list(svc: &Service) -> Result<Vec<ToolSpec>, ServiceError> {
                 "required": ["query"],
                 "properties": {
                     "query": {"type": "string", "minLength": 1, "description": "What to look for"},
-                    "k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5, "description": "How many passages"}
+                    "k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5, "description": "How many passages"},
+                    "mode": {"type": "string", "enum": ["hybrid", "dense", "bm25"], "default": "hybrid", "description": "hybrid (default); bm25 for exact names, flags and error messages; dense for meaning"}
                 }
             }),
             output: Some(json!({
@@ -187,6 +188,8 @@ pub fn call(svc: &Service, name: &str, args: Map<String, Value>) -> Result<Value
         "search" => Request::Search {
             query: string(&args, "query")?,
             k: optional_number(&args, "k")?,
+            mode: serde_json::from_value(args["mode"].clone())
+                .map_err(|e| ServiceError::BadRequest(format!("search mode: {e}")))?,
         },
         "ask" => Request::Ask(
             serde_json::from_value::<AskParams>(args)

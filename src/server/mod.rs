@@ -431,14 +431,14 @@ async fn ingest(State(app): State<App>, body: Result<Bytes, BytesRejection>) -> 
         let send = |name: &str, v: Value| {
             let _ = tx.blocking_send(Ok(Event::default().event(name).data(v.to_string())));
         };
-        let result = svc.ingest(&path, images, &mut |done, total, file| {
+        let result = svc.ingest(std::slice::from_ref(&path), images, &mut |p| {
             send(
                 "progress",
-                json!({"done": done, "total": total, "file": file}),
+                json!({"done": p.done, "total": p.total, "file": p.file}),
             );
         });
         match result {
-            Ok(v) => send("done", v),
+            Ok(report) => send("done", json!({ "summary": report })),
             Err(e) => send("error", Failure::from(e).body()),
         }
     });

@@ -3,11 +3,18 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
-
 use super::{Service, ServiceError};
-use crate::kb::ingest::{IngestOptions, IngestRun, Work, PREPARE_GROUP};
+use crate::kb::ingest::{IngestOptions, IngestReport, IngestRun, Work, PREPARE_GROUP};
 use crate::kb::lock::WriterLock;
+
+/// One file done (embedded, unchanged or skipped) of `total`, with the chunks it added;
+/// the first report (`done` 0, no file) gives the total.
+pub struct IngestProgress<'a> {
+    pub done: usize,
+    pub total: usize,
+    pub file: &'a str,
+    pub chunks: usize,
+}
 
 impl Service {
     /// The folder an ingest request means (`None`: the one ingested last), checked to
@@ -29,15 +36,18 @@ impl Service {
             .map_err(|e| ServiceError::BadRequest(format!("{}: {e}", path.display())))
     }
 
-    /// Ingests a folder or file (see `ingest_target`; `images`: image files too, with
-    /// OCR), reporting `(done, total, file)` as it goes.
+    /// Ingests folders or files (each checked as `ingest_target` does; `images`: image
+    /// files too, with OCR), reporting each file as it is done.
     pub fn ingest(
         &self,
-        path: &Path,
+        paths: &[PathBuf],
         images: bool,
-        on_progress: &mut dyn FnMut(usize, usize, &str),
-    ) -> Result<Value, ServiceError> {
-        let path = self.ingest_target(Some(path))?;
+        on_progress: &mut dyn FnMut(IngestProgress),
+    ) -> Result<IngestReport, ServiceError> {
+        let paths = paths
+            .iter()
+            .map(|p| self.ingest_target(Some(p)))
+            .collect::<Result<Vec<_>, _>>()?;
         let opts = IngestOptions {
             isolation: self.config.parse_isolation.clone(),
             images,
@@ -49,27 +59,43 @@ impl Service {
         // on during an ingest.
         let writer = WriterLock::try_acquire(self.kb().store().dir())
             .map_err(|e| ServiceError::KbBusy(e.to_string()))?;
-        let mut run = IngestRun::with_lock(writer, std::slice::from_ref(&path), &opts)?;
+        let mut run = IngestRun::with_lock(writer, &paths, &opts)?;
         let tok = self.embedder.counting_tokenizer();
         let total = run.files.len();
-        on_progress(0, total, "");
+        on_progress(IngestProgress {
+            done: 0,
+            total,
+            file: "",
+            chunks: 0,
+        });
         let indices: Vec<usize> = (0..total).collect();
         for group in indices.chunks(PREPARE_GROUP) {
-            let works: Vec<Work> = group
-                .iter()
-                .filter_map(|&i| run.check(&self.kb(), i))
-                .collect();
-            for prepared in Work::prepare_group(works, &self.embedder, &tok, &opts) {
-                run.commit(&mut self.kb(), prepared)?;
+            let mut chunks = vec![0; group.len()];
+            let mut works = Vec::new();
+            for (slot, &i) in group.iter().enumerate() {
+                if let Some(work) = run.check(&self.kb(), i) {
+                    works.push((slot, work));
+                }
             }
-            let last = *group.last().expect("chunks are non-empty");
-            on_progress(last + 1, total, &run.files[last].candidate.rel);
+            let (slots, works): (Vec<usize>, Vec<Work>) = works.into_iter().unzip();
+            let prepared = Work::prepare_group(works, &self.embedder, &tok, &opts);
+            for (slot, p) in slots.into_iter().zip(prepared) {
+                chunks[slot] = run.commit(&mut self.kb(), p)?;
+            }
+            for (slot, &i) in group.iter().enumerate() {
+                on_progress(IngestProgress {
+                    done: i + 1,
+                    total,
+                    file: &run.files[i].candidate.rel,
+                    chunks: chunks[slot],
+                });
+            }
         }
         let report = run.finish(&mut self.kb())?;
-        *self.last_ingested.lock().unwrap_or_else(|p| p.into_inner()) = Some(path);
+        *self.last_ingested.lock().unwrap_or_else(|p| p.into_inner()) = paths.last().cloned();
         // A new folder is followed from now on.
         self.refresh_live();
-        Ok(json!({ "summary": report }))
+        Ok(report)
     }
 
     pub fn last_ingested(&self) -> Option<PathBuf> {

@@ -152,7 +152,7 @@ impl Service {
                 if self.kb_dir() != kb {
                     return self.end_sync(None, None);
                 }
-                match self.ingest(folder, images, &mut |_, _, _| {}) {
+                match self.ingest(std::slice::from_ref(folder), images, &mut |_| {}) {
                     Err(ServiceError::KbBusy(_)) if started.elapsed() < BUSY_WAIT => {
                         std::thread::sleep(Duration::from_millis(500))
                     }
@@ -160,9 +160,12 @@ impl Service {
                 }
             };
             match result {
-                Ok(v) => {
-                    for key in ["added", "changed", "removed"] {
-                        let n = v["summary"][key].as_array().map_or(0, Vec::len);
+                Ok(report) => {
+                    for (key, n) in [
+                        ("added", report.added.len()),
+                        ("changed", report.changed.len()),
+                        ("removed", report.removed.len()),
+                    ] {
                         changes[key] = json!(changes[key].as_u64().unwrap_or(0) + n as u64);
                     }
                 }

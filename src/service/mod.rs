@@ -1,8 +1,9 @@
 //! The engine's one front door. The local HTTP server (`sextant serve`), the desktop app
 //! and MCP turn their input into a typed `Request` and hand it to `Service::handle`, so
 //! the UI gets the same JSON either way (docs/API.md); the CLI calls the typed methods
-//! behind the same requests (`answer`, `navigate`, `route`, `interview_step`) to print
-//! the response object and its report. One set of defaults for all of them. No HTTP,
+//! behind the same requests (`answer`, `navigate`, `route`, `interview_step`, `search`,
+//! `kb_stats`, `documents`, `ingest`, …) to print them its own way. One set of defaults
+//! for all of them; only `sextant eval` and `bench`, which measure the parts, go below. No HTTP,
 //! Tauri or terminal here: errors are `ServiceError`, which each shell maps once.
 //!
 //! One model of each kind is loaded once and shared. Protocols run in two steps: the rules
@@ -18,6 +19,7 @@ pub mod document;
 mod error;
 mod ingest;
 mod kbs;
+mod library;
 mod live;
 mod model;
 mod request;
@@ -35,15 +37,15 @@ use serde_json::{json, Value};
 pub use agents::{InterviewFile, InterviewStep, Routed};
 pub use chat::{CancelOnDrop, ChatRequest, ChatResult};
 pub use error::ServiceError;
+pub use ingest::IngestProgress;
+pub use library::DocumentList;
 pub use request::{AskParams, Request};
 
 use model::LlmSlot;
 
 use crate::embed::Embedder;
 use crate::kb::home::KbHome;
-use crate::kb::ingest::IngestOptions;
 use crate::kb::parse::worker::Isolation;
-use crate::kb::search::{search, SearchMode};
 use crate::kb::KnowledgeBase;
 use crate::llm::Llm;
 use crate::protocols::interview::Interview;
@@ -279,14 +281,12 @@ impl Service {
                 "cancelled_generations": self.cancelled.load(Ordering::Relaxed),
             })),
             Request::Kb => {
-                let name = self.kb_name();
-                let mut kb = self.kb();
-                let stats = kb.stats()?;
-                let documents = kb.store().list_documents()?;
-                let removed: Vec<String> =
-                    kb.store().excluded()?.into_iter().map(|(_, p)| p).collect();
-                Ok(json!({"kb": kb.store().dir(), "name": name, "stats": stats,
-                          "documents": documents, "removed": removed}))
+                let stats = self.kb_stats()?;
+                let DocumentList { documents, removed } = self.documents()?;
+                Ok(
+                    json!({"kb": stats.path, "name": self.kb_name(), "stats": stats,
+                          "documents": documents, "removed": removed}),
+                )
             }
             Request::Kbs => self.list_kbs(),
             Request::CreateKb { name } => self.create_kb(&name),
@@ -299,17 +299,11 @@ impl Service {
                 Ok(json!({ "path": path }))
             }
             Request::RemoveDocument { path } => {
-                crate::kb::documents::remove(&mut self.kb(), &path).map_err(document_error)?;
+                self.remove_document(&path)?;
                 Ok(json!({"removed": path}))
             }
             Request::ReindexDocument { path } => {
-                let opts = IngestOptions {
-                    isolation: self.config.parse_isolation.clone(),
-                    ..IngestOptions::default()
-                };
-                let report = crate::kb::documents::reindex(&mut self.kb(), &path, &opts)
-                    .map_err(document_error)?;
-                Ok(json!({ "summary": report }))
+                Ok(json!({ "summary": self.reindex_document(&path)? }))
             }
             Request::Document { path } => document::render(&self.kb(), &path),
             Request::DocumentFile { path } => document::pdf_file(&self.kb(), &path),
@@ -318,11 +312,8 @@ impl Service {
             }
             Request::SectionTool => Ok(json!({ "tool": self.section_tool(false)? })),
             Request::FollowSection { arguments } => section::follow(&self.kb(), &arguments),
-            Request::Search { query, k } => {
-                let query = non_empty("query", &query)?;
-                let k = k.unwrap_or(5).clamp(1, 50);
-                let hits = search(&self.kb(), query, k, SearchMode::Hybrid)?;
-                Ok(json!({ "hits": hits }))
+            Request::Search { query, k, mode } => {
+                Ok(json!({ "hits": self.search(&query, k.unwrap_or(5), mode)? }))
             }
             Request::Ask(params) => self.ask(params, &mut Watch::none()),
             Request::Navigate { question } => {
@@ -352,17 +343,6 @@ impl DerefMut for KbGuard<'_> {
     fn deref_mut(&mut self) -> &mut KnowledgeBase {
         self.0.as_mut().expect("a KB is open outside a rename")
     }
-}
-
-/// Removing or re-indexing a document failed: an unknown path, another writer, or worse.
-fn document_error(e: anyhow::Error) -> ServiceError {
-    if let Some(missing) = e.downcast_ref::<crate::kb::documents::NoSuchDocument>() {
-        return ServiceError::NotFound(missing.to_string());
-    }
-    if e.downcast_ref::<crate::kb::lock::LockError>().is_some() {
-        return ServiceError::KbBusy(e.to_string());
-    }
-    ServiceError::Internal(e)
 }
 
 /// A protocol's model step failed: structured-generation errors keep their kind.

@@ -5,6 +5,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::kb::search::SearchMode;
 use crate::protocols::{AnswerFormat, AnswerMode};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -77,6 +78,9 @@ pub enum Request {
         query: String,
         #[serde(default)]
         k: Option<usize>,
+        /// hybrid (the default), dense or bm25.
+        #[serde(default)]
+        mode: Option<SearchMode>,
     },
     Ask(AskParams),
     /// The navigate_to_section call for a question.

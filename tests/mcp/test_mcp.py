@@ -78,6 +78,13 @@ class Mcp(unittest.TestCase):
                 s = await c.call_tool("read_section", {"file": top["file"], "anchor": top["anchor"]})
                 self.assertFalse(s.is_error, s.content)
                 self.assertEqual(s.structured_content["heading"], top["section"])
+                # Keyword search finds an exact term; an unknown mode is refused by name.
+                r = await c.call_tool("search", {"query": "rollback", "k": 2, "mode": "bm25"})
+                self.assertFalse(r.is_error, r.content)
+                self.assertIn("rollback", r.structured_content["hits"][0]["text"].lower())
+                r = await c.call_tool("search", {"query": "rollback", "mode": "fuzzy"})
+                self.assertTrue(r.is_error)
+                self.assertIn("mode", r.content[0].text)
                 words = top["text"].split()[-6:]
                 self.assertIn(" ".join(words), " ".join(s.structured_content["text"].split()))
 
