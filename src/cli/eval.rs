@@ -145,10 +145,7 @@ pub fn run(ctx: &Ctx, args: EvalArgs) -> Result<()> {
         });
     }
     print_table(&args, &runs);
-    if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&runs)?)?;
-        eprintln!("wrote {}", path.display());
-    }
+    super::write_json(args.json.as_deref(), &runs)?;
     Ok(())
 }
 
@@ -285,10 +282,9 @@ fn run_navigation(
         f.latency_p50_ms / 1e3,
         f.latency_p95_ms / 1e3
     );
-    if let Some(path) = &args.json {
-        let out = serde_json::json!({"figures": f, "questions": scored});
-        std::fs::write(path, serde_json::to_string_pretty(&out)?)?;
-        eprintln!("wrote {}", path.display());
-    }
+    super::write_json(
+        args.json.as_deref(),
+        &serde_json::json!({"figures": f, "questions": scored}),
+    )?;
     Ok(())
 }

@@ -114,3 +114,12 @@ pub struct KbArg {
     #[arg(long, value_name = "NAME")]
     pub embedder: Option<String>,
 }
+
+/// Writes `value` as pretty JSON to `path` when one was given (`--json FILE`), and says so.
+pub fn write_json(path: Option<&std::path::Path>, value: &impl serde::Serialize) -> Result<()> {
+    if let Some(path) = path {
+        std::fs::write(path, serde_json::to_string_pretty(value)?)?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}

@@ -65,10 +65,6 @@ pub fn run_personas(llm: &mut Llm, path: &Path, json: Option<&Path>, verbose: bo
         f.fallback_turns,
         f.latency_p50_ms / 1e3
     );
-    if let Some(path) = json {
-        let out = serde_json::json!({"figures": f, "turns": scored});
-        std::fs::write(path, serde_json::to_string_pretty(&out)?)?;
-        eprintln!("wrote {}", path.display());
-    }
+    crate::cli::write_json(json, &serde_json::json!({"figures": f, "turns": scored}))?;
     Ok(())
 }

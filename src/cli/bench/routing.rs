@@ -63,10 +63,6 @@ pub fn run_routing(
         f.model_latency_p50_ms / 1e3,
         f.model_latency_p95_ms / 1e3
     );
-    if let Some(path) = json {
-        let out = serde_json::json!({"figures": f, "cases": scored});
-        std::fs::write(path, serde_json::to_string_pretty(&out)?)?;
-        eprintln!("wrote {}", path.display());
-    }
+    crate::cli::write_json(json, &serde_json::json!({"figures": f, "cases": scored}))?;
     Ok(())
 }
