@@ -52,6 +52,9 @@ enum Command {
     Search(cli::kb::SearchArgs),
     /// Answer a question from a knowledge base, as a RAG or navigator JSON object.
     Ask(cli::ask::AskArgs),
+    /// Hold a conversation in the terminal: follow-up questions are read with the earlier
+    /// turns, and the conversation is kept in the knowledge base.
+    Chat(cli::chat::ChatArgs),
     /// Jump to the section a question is about (the navigate_to_section tool call).
     Navigate(cli::ask::NavigateArgs),
     /// Route a workflow step from its forensic summary (rules first, the LLM last).
@@ -106,6 +109,7 @@ fn main() -> ExitCode {
         Command::Ingest(a) => cli::ingest::run(&ctx, a),
         Command::Search(a) => cli::kb::search(&ctx, a),
         Command::Ask(a) => cli::ask::ask(&ctx, a),
+        Command::Chat(a) => cli::chat::run(&ctx, a),
         Command::Navigate(a) => cli::ask::navigate(&ctx, a),
         Command::Route(a) => cli::route::run(&ctx, a),
         Command::Serve(a) => cli::serve::run(&ctx, a),

@@ -684,3 +684,98 @@ fn knowledge_bases_are_created_switched_renamed_and_follow_their_folders() {
     let bad = call(json!({"op": "create_kb", "name": "../escape"}));
     assert!(matches!(bad, Err(ServiceError::BadRequest(_))), "{bad:?}");
 }
+
+/// A conversation over the sample KB: the follow-up finds the secrets section only with
+/// its history, a new topic is searched as asked, and the conversation is kept across a
+/// restart and exported with its citations as links.
+#[test]
+fn a_follow_up_is_read_with_its_conversation_and_the_conversation_is_kept() {
+    use serde_json::json;
+    use sextant::service::{OpenOptions, Request, Service};
+    let kbdir = tempfile::tempdir().unwrap();
+    drop(ingest_into(kbdir.path(), &[sample_kb()]));
+    let open = || {
+        Service::open(
+            &ModelStore::open(None),
+            &OpenOptions {
+                kb: Some(kbdir.path().display().to_string()),
+                lazy_llm: true,
+                ..OpenOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let svc = open();
+    let ask = |q: &str, conversation: Option<&str>| {
+        let mut r = json!({"op": "ask", "question": q, "mode": "extractive"});
+        if let Some(c) = conversation {
+            r["conversation"] = json!(c);
+        }
+        svc.handle(Request::from_json(r).unwrap()).unwrap()
+    };
+    let first_file = |a: &Value| a["citations"][0]["file"].as_str().unwrap().to_string();
+    let first = ask("How do I rotate a secret?", Some("new"));
+    let id = first["conversation"].as_str().unwrap().to_string();
+    assert_eq!(first["turn"], 1, "{first}");
+    let follow_up = "how often should that be done?";
+    let alone = ask(follow_up, None);
+    assert_ne!(first_file(&alone), "security/secrets.md", "{alone}");
+    let second = ask(follow_up, Some(&id));
+    assert_eq!(first_file(&second), "security/secrets.md", "{second}");
+    let decision = second["decision"].as_str().unwrap();
+    assert!(decision.starts_with("Read as a follow-up"), "{decision}");
+    assert!(
+        second["standalone"].as_str().unwrap().contains("secret"),
+        "{second}"
+    );
+    // A client that keeps the history itself gets the same reading.
+    let stateless = svc
+        .handle(
+            Request::from_json(
+                json!({"op": "ask", "question": follow_up, "mode": "extractive",
+                                      "history": ["How do I rotate a secret?"]}),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(stateless["standalone"], second["standalone"]);
+    // A new topic in the same conversation is searched as asked.
+    let third = ask("How do I renew a TLS certificate manually?", Some(&id));
+    assert_eq!(
+        first_file(&third),
+        "security/tls-certificates.md",
+        "{third}"
+    );
+    assert_eq!(
+        third["standalone"], "How do I renew a TLS certificate manually?",
+        "{third}"
+    );
+    drop(svc);
+
+    let svc = open();
+    let call = |v: Value| svc.handle(Request::from_json(v).unwrap());
+    let listed = call(json!({"op": "conversations"})).unwrap();
+    assert_eq!(listed["conversations"][0]["id"], id.as_str(), "{listed}");
+    assert_eq!(listed["conversations"][0]["turns"], 3, "{listed}");
+    let kept = call(json!({"op": "conversation", "id": id})).unwrap();
+    assert_eq!(kept["turns"][1]["question"], follow_up, "{kept}");
+    assert_eq!(kept["turns"][1]["response"], second["response"]);
+    let md = call(json!({"op": "export_conversation", "id": id})).unwrap()["markdown"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let anchor = second["citations"][0]["anchor"].as_str().unwrap();
+    assert!(
+        md.contains(&format!("(security/secrets.md#{anchor})")),
+        "{md}"
+    );
+    assert!(md.contains(&format!("## {follow_up}")), "{md}");
+    call(json!({"op": "delete_conversation", "id": id})).unwrap();
+    assert_eq!(
+        call(json!({"op": "conversations"})).unwrap()["conversations"],
+        json!([])
+    );
+    call(json!({"op": "restore_conversation", "id": id})).unwrap();
+    let bad = call(json!({"op": "conversation", "id": "../../etc/passwd"}));
+    assert!(format!("{:?}", bad.unwrap_err()).contains("not a conversation id"));
+}

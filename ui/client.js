@@ -42,6 +42,12 @@ const ROUTE_OPS = {
   "POST /api/route": "route",
   "GET /api/route/log": "route_log",
   "POST /api/interview": "interview",
+  "GET /api/conversations": "conversations",
+  "GET /api/conversation": "conversation",
+  "POST /api/conversation/rename": "rename_conversation",
+  "POST /api/conversation/delete": "delete_conversation",
+  "POST /api/conversation/restore": "restore_conversation",
+  "GET /api/conversation/export": "export_conversation",
 };
 
 /** The engine request for a route: its op, the query string's fields, then the body's. */

@@ -58,6 +58,7 @@ pub fn ask(ctx: &Ctx, args: AskArgs) -> Result<()> {
         format: args.format,
         mode: args.mode,
         k: args.k,
+        ..AskParams::default()
     })?;
     if args.explain {
         explain(&answer.report)?;

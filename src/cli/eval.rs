@@ -11,7 +11,9 @@ use serde::Serialize;
 use sextant::eval::{self, EvalQuestion, Figures, Scored, Share};
 use sextant::llm::Llm;
 use sextant::protocols::watch::Watch;
-use sextant::protocols::{prepare_ask, AnswerFormat, AnswerMode, AskRequest, Pending, Step};
+use sextant::protocols::{
+    followup, prepare_ask, AnswerFormat, AnswerMode, AskRequest, Pending, Step,
+};
 
 use super::{Ctx, KbArg};
 
@@ -46,13 +48,36 @@ pub struct EvalArgs {
     /// file and section) next to search's first hit, on the answerable questions.
     #[arg(long, conflicts_with_all = ["modes", "format"])]
     navigate: bool,
+    /// How a conversation's last question is put, comma-separated (default: all three when
+    /// the set has conversations): with its history, written out in full, or alone.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    asked: Vec<Asked>,
+}
+
+/// How a conversation's follow-up is put to the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+enum Asked {
+    /// After its earlier turns, resolved as a conversation resolves it.
+    History,
+    /// Its `standalone` version, written out in full.
+    Standalone,
+    /// On its own words, without the earlier turns.
+    Alone,
 }
 
 #[derive(Serialize)]
 struct ModeRun {
     format: AnswerFormat,
     mode: AnswerMode,
+    /// Conversation sets: how the follow-ups were put.
+    asked: Option<Asked>,
     figures: Figures,
+    /// Conversation sets: the follow-ups, and the questions that change topic, apart.
+    follow_ups: Option<Figures>,
+    topic_changes: Option<Figures>,
+    /// Conversation sets asked with history: reading the follow-up in its conversation.
+    resolve_p50_ms: Option<f64>,
     questions: Vec<Scored>,
 }
 
@@ -80,16 +105,42 @@ pub fn run(ctx: &Ctx, args: EvalArgs) -> Result<()> {
     } else {
         args.modes.clone()
     };
+    let conversations = questions.iter().any(|q| !q.turns.is_empty());
+    let askings: Vec<Option<Asked>> = match (conversations, args.asked.is_empty()) {
+        (false, _) => vec![None],
+        (true, true) => vec![
+            Some(Asked::History),
+            Some(Asked::Standalone),
+            Some(Asked::Alone),
+        ],
+        (true, false) => args.asked.iter().copied().map(Some).collect(),
+    };
     let mut llm: Option<Llm> = None;
     let mut runs = Vec::new();
-    for mode in modes {
+    for (mode, asked) in modes
+        .iter()
+        .flat_map(|m| askings.iter().map(move |a| (*m, *a)))
+    {
         if mode.needs_llm() && llm.is_none() {
             llm = Some(ctx.load_llm()?);
         }
         let mut scored = Vec::new();
+        let mut resolve_ms = Vec::new();
         for q in &questions {
+            let question = match asked {
+                None | Some(Asked::Alone) => q.question.clone(),
+                Some(Asked::Standalone) => q.standalone.clone().unwrap_or(q.question.clone()),
+                Some(Asked::History) => {
+                    let (query, ms) = with_history(&kb, q)?;
+                    resolve_ms.push(ms);
+                    query
+                }
+            };
+            if args.verbose && question != q.question {
+                eprintln!("{} asked as: {question}", q.id);
+            }
             let request = AskRequest {
-                question: q.question.clone(),
+                question,
                 format: args.format,
                 mode: Some(mode),
                 k: args.k,
@@ -137,27 +188,83 @@ pub fn run(ctx: &Ctx, args: EvalArgs) -> Result<()> {
             }
             scored.push(s);
         }
+        let part = |topic: bool| {
+            let rows: Vec<Scored> = scored
+                .iter()
+                .filter(|s| {
+                    questions
+                        .iter()
+                        .any(|q| q.id == s.id && !q.turns.is_empty() && q.topic_change == topic)
+                })
+                .cloned()
+                .collect();
+            (!rows.is_empty()).then(|| eval::summarise(&rows, args.format))
+        };
         runs.push(ModeRun {
             format: args.format,
             mode,
+            asked,
             figures: eval::summarise(&scored, args.format),
+            follow_ups: part(false),
+            topic_changes: part(true),
+            resolve_p50_ms: (!resolve_ms.is_empty())
+                .then(|| sextant::stats::percentile(resolve_ms.clone(), 0.5)),
             questions: scored,
         });
     }
-    print_table(&args, &runs);
+    print_table(&args, "", &runs, |r| Some(&r.figures));
+    if conversations {
+        print_table(&args, "follow-ups", &runs, |r| r.follow_ups.as_ref());
+        print_table(&args, "topic changes", &runs, |r| r.topic_changes.as_ref());
+        for r in runs.iter().filter(|r| r.resolve_p50_ms.is_some()) {
+            println!(
+                "{}: reading the follow-up in its conversation, p50 {:.0} ms",
+                run_name(r),
+                r.resolve_p50_ms.unwrap_or_default()
+            );
+        }
+    }
     super::write_json(args.json.as_deref(), &runs)?;
     Ok(())
 }
 
-/// A run's name as the table prints it: "navigator · reader".
-fn run_name(r: &ModeRun) -> String {
-    format!("{:?} · {:?}", r.format, r.mode).to_lowercase()
+/// A conversation's last question after its earlier turns, as a conversation reads it,
+/// with the time reading it took (the earlier turns were read when they were asked).
+fn with_history(kb: &sextant::kb::KnowledgeBase, q: &EvalQuestion) -> Result<(String, f64)> {
+    let mut earlier = Vec::new();
+    for turn in &q.turns {
+        earlier.push(followup::resolve(kb, &earlier, turn)?.query);
+    }
+    let t = Instant::now();
+    let resolved = followup::resolve(kb, &earlier, &q.question)?;
+    Ok((resolved.query, t.elapsed().as_secs_f64() * 1e3))
 }
 
-fn print_table(args: &EvalArgs, runs: &[ModeRun]) {
-    let f0 = &runs[0].figures;
+/// A run's name as the table prints it: "navigator · reader" (· "history").
+fn run_name(r: &ModeRun) -> String {
+    let asked = r.asked.map(|a| format!(" · {a:?}")).unwrap_or_default();
+    format!("{:?} · {:?}{asked}", r.format, r.mode).to_lowercase()
+}
+
+/// The table of `figures` for each run (a part of the set when `part` names one).
+fn print_table(
+    args: &EvalArgs,
+    part: &str,
+    runs: &[ModeRun],
+    figures: impl Fn(&ModeRun) -> Option<&Figures>,
+) {
+    let runs: Vec<(&ModeRun, &Figures)> =
+        runs.iter().filter_map(|r| Some((r, figures(r)?))).collect();
+    let Some((_, f0)) = runs.first() else {
+        return;
+    };
+    let part = if part.is_empty() {
+        String::new()
+    } else {
+        format!(" · {part}")
+    };
     println!(
-        "{} · split {} · {} questions ({} answerable, {} not documented, {} out of domain) · k={}",
+        "{}{part} · split {} · {} questions ({} answerable, {} not documented, {} out of domain) · k={}",
         args.questions.display(),
         args.split,
         f0.questions,
@@ -167,7 +274,7 @@ fn print_table(args: &EvalArgs, runs: &[ModeRun]) {
         args.k
     );
     println!(
-        "{:<22} {:>6} {:>6} {:>6} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "{:<32} {:>6} {:>6} {:>6} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}",
         "format · mode",
         "hit@k",
         "mrr",
@@ -185,10 +292,9 @@ fn print_table(args: &EvalArgs, runs: &[ModeRun]) {
         "first50",
         "first95"
     );
-    for r in runs {
-        let f = &r.figures;
+    for (r, f) in &runs {
         println!(
-            "{:<22} {:>6.2} {:>6.2} {:>6.2} {:>8.2} {:>7} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>8} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
+            "{:<32} {:>6.2} {:>6.2} {:>6.2} {:>8.2} {:>7} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>8} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
             run_name(r),
             f.hit_at_k,
             f.expected_file_mrr,
@@ -209,11 +315,11 @@ fn print_table(args: &EvalArgs, runs: &[ModeRun]) {
         );
     }
     println!("95 % intervals (the question counts say no more than this):");
-    for r in runs {
-        let i = &r.figures.intervals;
+    for (r, f) in &runs {
+        let i = &f.intervals;
         let span = |(lo, hi): (f64, f64)| format!("{lo:.2}–{hi:.2}");
         println!(
-            "  {:<22} cited {} · keywords {} · honesty {} · ood {}",
+            "  {:<32} cited {} · keywords {} · honesty {} · ood {}",
             run_name(r),
             span(i.cited_expected_file),
             span(i.keyword_share),

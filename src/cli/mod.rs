@@ -3,6 +3,7 @@
 
 pub mod ask;
 pub mod bench;
+pub mod chat;
 pub mod eval;
 pub mod generate;
 pub mod ingest;

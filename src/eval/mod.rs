@@ -97,6 +97,16 @@ pub struct EvalQuestion {
     /// Answerable: strings a correct answer contains (compared case-insensitively).
     #[serde(default)]
     pub keywords: Vec<String>,
+    /// A conversation: the questions asked before this one, oldest first. `question` is
+    /// then a follow-up, scored with this history.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<String>,
+    /// A follow-up written out in full: what it should be searched and answered as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standalone: Option<String>,
+    /// The follow-up starts a new topic: the history should not change it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub topic_change: bool,
 }
 
 /// Reads a question set, naming the file and line of anything malformed.

@@ -142,6 +142,9 @@ mod tests {
             file: Some(file.into()),
             section: Some(section.into()),
             keywords: vec![],
+            turns: vec![],
+            standalone: None,
+            topic_change: false,
         }
     }
 

@@ -3,6 +3,7 @@
 //! changed. `search` retrieves by dense vectors, BM25, or both fused.
 
 pub mod chunk;
+pub mod conversations;
 pub mod documents;
 pub mod domain;
 pub mod follow;

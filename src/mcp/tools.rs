@@ -133,7 +133,9 @@ pub fn list(svc: &Service) -> Result<Vec<ToolSpec>, ServiceError> {
                     "question": {"type": "string", "minLength": 1},
                     "format": {"type": "string", "enum": ["rag", "navigator"], "default": "rag"},
                     "mode": {"type": "string", "enum": ["reader", "extractive", "grounded", "llm"],
-                             "description": "How the answer text is made (default: reader when the LLM is installed, else extractive)"}
+                             "description": "How the answer text is made (default: reader when the LLM is installed, else extractive)"},
+                    "history": {"type": "array", "items": {"type": "string"}, "maxItems": 20,
+                                "description": "Earlier questions of this conversation, oldest first: a follow-up such as 'and how do I undo that?' is read with them"}
                 }
             }),
             output: None,

@@ -12,6 +12,7 @@
 mod ask;
 pub mod checks;
 pub mod evidence;
+pub mod followup;
 pub mod grounded;
 pub mod interview;
 pub mod navigator;

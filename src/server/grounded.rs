@@ -1,6 +1,6 @@
 //! The answer formats as OpenAI chat models: `sextant-rag` and `sextant-navigator` answer
 //! the last user message from the knowledge base (rules, retrieval and the reader, as
-//! `POST /api/ask`), and the message content is the format's JSON object, so any OpenAI
+//! `POST /api/ask`), read after the user messages before it, and the message content is the format's JSON object, so any OpenAI
 //! client gets cited answers. Streaming sends that object as one content delta: it is
 //! validated whole before it is sent.
 
@@ -26,26 +26,29 @@ pub(super) fn format_of(model: &str) -> Option<AnswerFormat> {
     MODELS.iter().find(|(m, _)| *m == model).map(|(_, f)| *f)
 }
 
-/// The question: the last user message's text.
-fn question(body: &Value) -> Result<String, Failure> {
+/// The question (the last user message's text) and the user messages before it, oldest
+/// first: a follow-up is read with them.
+fn question(body: &Value) -> Result<(String, Vec<String>), Failure> {
     let msgs = body["messages"]
         .as_array()
         .filter(|m| !m.is_empty())
         .ok_or_else(|| Failure::bad_request("messages: a non-empty array is required"))?;
-    let last = msgs
+    let mut asked: Vec<String> = msgs
         .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .ok_or_else(|| {
-            Failure::bad_request("messages: a user message (the question) is required")
-        })?;
-    let text = super::chat_wire::content_text(&last["content"]).unwrap_or_default();
+        .filter(|m| m["role"] == "user")
+        .map(|m| super::chat_wire::content_text(&m["content"]).unwrap_or_default())
+        .collect();
+    let Some(text) = asked.pop() else {
+        return Err(Failure::bad_request(
+            "messages: a user message (the question) is required",
+        ));
+    };
     if text.trim().is_empty() {
         return Err(Failure::bad_request(
             "the last user message must hold the question as text",
         ));
     }
-    Ok(text)
+    Ok((text, asked))
 }
 
 pub(super) async fn chat(
@@ -62,11 +65,12 @@ pub(super) async fn chat(
             if format == AnswerFormat::Rag { "rag" } else { "navigator" }
         )));
     }
+    let (question, history) = question(&body)?;
     let params = AskParams {
-        question: question(&body)?,
+        question,
         format: Some(format),
-        mode: None,
-        k: None,
+        history,
+        ..AskParams::default()
     };
     let svc = app.svc.clone();
     let answer = blocking(move || svc.handle(Request::Ask(params))).await?;

@@ -211,6 +211,12 @@ const PROTOCOL_ROUTES: &[(&str, &str, &str)] = &[
     ("POST", "/api/route", "route"),
     ("GET", "/api/route/log", "route_log"),
     ("POST", "/api/interview", "interview"),
+    ("GET", "/api/conversations", "conversations"),
+    ("GET", "/api/conversation", "conversation"),
+    ("POST", "/api/conversation/rename", "rename_conversation"),
+    ("POST", "/api/conversation/delete", "delete_conversation"),
+    ("POST", "/api/conversation/restore", "restore_conversation"),
+    ("GET", "/api/conversation/export", "export_conversation"),
 ];
 
 pub fn router(svc: Arc<Service>, token: Option<String>, bound: SocketAddr) -> Router {

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::{document, non_empty, AskParams, Service, ServiceError};
+use crate::kb::conversations::Turn;
+use crate::protocols::followup::{self, Resolved};
 use crate::protocols::section_tool::{self, HeadingTree, Navigation};
 use crate::protocols::watch::Watch;
 use crate::protocols::{
@@ -42,7 +44,13 @@ impl Service {
     }
 
     pub(super) fn ask(&self, params: AskParams, watch: &mut Watch) -> Result<Value, ServiceError> {
-        let answer = self.answer_watched(params, watch)?;
+        let question = non_empty("question", &params.question)?.to_string();
+        let conversation = self.conversation_for(params.conversation.as_deref(), &question)?;
+        let earlier = conversation
+            .as_ref()
+            .map(|(_, e)| e.clone())
+            .unwrap_or_default();
+        let (answer, resolved) = self.answer_in(params, earlier, watch)?;
         let citations = document::citations(
             &self.kb(),
             answer.format,
@@ -55,30 +63,72 @@ impl Service {
             AnswerFormat::Rag => &answer.value["final_answer"],
         };
         let answer_html = document::markdown_html(text.as_str().unwrap_or_default());
-        Ok(json!({
+        let mut out = json!({
             "format": answer.format, "response": answer.value,
             "citations": citations, "decision": answer.report.decision,
             "removed": answer.report.removed, "answer_html": answer_html,
-        }))
+            "standalone": resolved.query,
+        });
+        if let Some((id, _)) = conversation {
+            let turn = Turn {
+                n: 0,
+                question,
+                standalone: resolved.query,
+                format: json!(answer.format)
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                response: answer.value,
+                citations: json!(citations),
+                decision: answer.report.decision,
+                created: String::new(),
+            };
+            out["turn"] = json!(self.keep_turn(&id, &turn)?);
+            out["conversation"] = json!(id);
+        }
+        Ok(out)
     }
 
     fn answer_watched(&self, params: AskParams, watch: &mut Watch) -> Result<Answer, ServiceError> {
-        let req = AskRequest {
-            question: non_empty("question", &params.question)?.to_string(),
-            format: params.format.unwrap_or_default(),
-            mode: Some(
-                params
-                    .mode
-                    .unwrap_or_else(|| default_mode(self.llm_available())),
-            ),
-            k: params.k.unwrap_or(DEFAULT_K).clamp(1, MAX_K),
-        };
-        let step = {
+        Ok(self.answer_in(params, Vec::new(), watch)?.0)
+    }
+
+    /// The answer to `params.question` read after `earlier` (a kept conversation's turns,
+    /// as they were read) and `params.history` (a client's own earlier questions).
+    fn answer_in(
+        &self,
+        params: AskParams,
+        mut earlier: Vec<String>,
+        watch: &mut Watch,
+    ) -> Result<(Answer, Resolved), ServiceError> {
+        let question = non_empty("question", &params.question)?;
+        let mode = params
+            .mode
+            .unwrap_or_else(|| default_mode(self.llm_available()));
+        let (step, resolved) = {
             let kb = self.kb();
             kb.require_chunks()?;
-            prepare_ask(&kb, &req)?
+            for q in params.history.iter().filter(|q| !q.trim().is_empty()) {
+                let query = followup::resolve(&kb, &earlier, q)?.query;
+                earlier.push(query);
+            }
+            let resolved = followup::resolve(&kb, &earlier, question)?;
+            let req = AskRequest {
+                question: resolved.query.clone(),
+                format: params.format.unwrap_or_default(),
+                mode: Some(mode),
+                k: params.k.unwrap_or(DEFAULT_K).clamp(1, MAX_K),
+            };
+            (prepare_ask(&kb, &req)?, resolved)
         };
-        self.finish_watched(step, watch)
+        let mut answer = self.finish_watched(step, watch)?;
+        if resolved.is_follow_up() {
+            answer.report.decision = format!(
+                "Read as a follow-up ({}): \"{}\". {}",
+                resolved.why, resolved.query, answer.report.decision
+            );
+        }
+        Ok((answer, resolved))
     }
 
     /// The navigate_to_section call for a question, with the report of what decided it.

@@ -15,6 +15,7 @@
 mod agents;
 mod ask;
 mod chat;
+mod conversations;
 pub mod document;
 mod error;
 mod ingest;
@@ -322,6 +323,12 @@ impl Service {
             }
             Request::Route { forensics, flow } => self.route_json(&forensics, flow.as_deref()),
             Request::RouteLog { flow } => self.route_log(&flow),
+            Request::Conversations => self.list_conversations(),
+            Request::Conversation { id } => self.conversation_json(&id),
+            Request::RenameConversation { id, title } => self.rename_conversation(&id, &title),
+            Request::DeleteConversation { id } => self.delete_conversation(&id, false),
+            Request::RestoreConversation { id } => self.delete_conversation(&id, true),
+            Request::ExportConversation { id } => self.export_conversation(&id),
             Request::Interview { session, answer } => {
                 self.interview_json(session.as_deref(), answer.as_deref())
             }

@@ -97,6 +97,27 @@ pub enum Request {
     RouteLog {
         flow: String,
     },
+    /// The open KB's conversations, the last updated first.
+    Conversations,
+    /// One conversation with its turns.
+    Conversation {
+        id: String,
+    },
+    RenameConversation {
+        id: String,
+        title: String,
+    },
+    /// Marks a conversation deleted (its turns are kept).
+    DeleteConversation {
+        id: String,
+    },
+    RestoreConversation {
+        id: String,
+    },
+    /// A conversation as Markdown, its citations as links.
+    ExportConversation {
+        id: String,
+    },
     /// Starts (no session) or continues an interview.
     Interview {
         #[serde(default)]
@@ -106,7 +127,7 @@ pub enum Request {
     },
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub struct AskParams {
     pub question: String,
     #[serde(default)]
@@ -115,6 +136,14 @@ pub struct AskParams {
     pub mode: Option<AnswerMode>,
     #[serde(default)]
     pub k: Option<usize>,
+    /// A conversation to continue (its id), or "new" to start one: the question is read
+    /// with the conversation's earlier turns, and the answer kept as its next turn.
+    #[serde(default)]
+    pub conversation: Option<String>,
+    /// Earlier questions of a conversation the client keeps itself, oldest first (an
+    /// OpenAI message list, an MCP agent's turns).
+    #[serde(default)]
+    pub history: Vec<String>,
 }
 
 fn page_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {

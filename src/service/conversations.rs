@@ -1,0 +1,117 @@
+//! Conversations over the open KB: a question asked in one is read with its earlier turns
+//! (`protocols::followup`) and its answer kept as a turn (`kb::conversations`).
+
+use serde_json::{json, Value};
+
+use super::{Service, ServiceError};
+use crate::kb::conversations::{
+    export_markdown, is_conversation_id, Conversations, NoSuchConversation, Turn,
+};
+
+/// What `conversation` in an ask request may say besides an id: start one.
+pub const NEW_CONVERSATION: &str = "new";
+
+impl Service {
+    /// The open KB's conversations file.
+    pub fn conversations(&self) -> Result<Conversations, ServiceError> {
+        Ok(Conversations::open(&self.kb_dir())?)
+    }
+
+    /// The conversation an ask request names (`None`: none), started when it says
+    /// "new", with the questions its earlier turns were read as.
+    pub(super) fn conversation_for(
+        &self,
+        conversation: Option<&str>,
+        question: &str,
+    ) -> Result<Option<(String, Vec<String>)>, ServiceError> {
+        let Some(id) = conversation.map(str::trim).filter(|c| !c.is_empty()) else {
+            return Ok(None);
+        };
+        let mut store = self.conversations()?;
+        if id == NEW_CONVERSATION {
+            return Ok(Some((store.create(question)?, Vec::new())));
+        }
+        let id = checked_id(id)?;
+        let earlier = store
+            .turns(&id)
+            .map_err(conversation_error)?
+            .into_iter()
+            .map(|t| t.standalone)
+            .collect();
+        Ok(Some((id, earlier)))
+    }
+
+    /// Keeps an answered turn; returns its number.
+    pub(super) fn keep_turn(&self, id: &str, turn: &Turn) -> Result<usize, ServiceError> {
+        self.conversations()?
+            .add_turn(id, turn)
+            .map_err(conversation_error)
+    }
+
+    pub(super) fn list_conversations(&self) -> Result<Value, ServiceError> {
+        Ok(json!({ "conversations": self.conversations()?.list()? }))
+    }
+
+    pub(super) fn conversation_json(&self, id: &str) -> Result<Value, ServiceError> {
+        let id = checked_id(id)?;
+        let store = self.conversations()?;
+        let summary = store.summary(&id).map_err(conversation_error)?;
+        let turns = store.turns(&id).map_err(conversation_error)?;
+        Ok(json!({ "conversation": summary, "turns": turns }))
+    }
+
+    pub(super) fn rename_conversation(&self, id: &str, title: &str) -> Result<Value, ServiceError> {
+        let id = checked_id(id)?;
+        if title.trim().is_empty() {
+            return Err(ServiceError::BadRequest(
+                "missing field: title (a non-empty string)".into(),
+            ));
+        }
+        let mut store = self.conversations()?;
+        store.rename(&id, title).map_err(conversation_error)?;
+        Ok(json!({ "conversation": store.summary(&id)? }))
+    }
+
+    /// Deleting keeps the turns: `restore_conversation` brings it back.
+    pub(super) fn delete_conversation(
+        &self,
+        id: &str,
+        restore: bool,
+    ) -> Result<Value, ServiceError> {
+        let id = checked_id(id)?;
+        let mut store = self.conversations()?;
+        if restore {
+            store.restore(&id).map_err(conversation_error)?;
+            return Ok(json!({ "restored": id }));
+        }
+        store.delete(&id).map_err(conversation_error)?;
+        Ok(json!({ "deleted": id }))
+    }
+
+    pub(super) fn export_conversation(&self, id: &str) -> Result<Value, ServiceError> {
+        let id = checked_id(id)?;
+        let store = self.conversations()?;
+        let summary = store.summary(&id).map_err(conversation_error)?;
+        let turns = store.turns(&id).map_err(conversation_error)?;
+        Ok(json!({ "markdown": export_markdown(&summary, &turns), "title": summary.title }))
+    }
+}
+
+fn checked_id(id: &str) -> Result<String, ServiceError> {
+    let id = id.trim();
+    if !is_conversation_id(id) {
+        return Err(ServiceError::BadRequest(format!(
+            "{:?} is not a conversation id (\"c-\" and 16 hex digits, as GET /api/conversations \
+             lists them, or \"new\" in an ask to start one)",
+            id.chars().take(40).collect::<String>()
+        )));
+    }
+    Ok(id.to_string())
+}
+
+fn conversation_error(e: anyhow::Error) -> ServiceError {
+    match e.downcast_ref::<NoSuchConversation>() {
+        Some(missing) => ServiceError::NotFound(missing.to_string()),
+        None => ServiceError::Internal(e),
+    }
+}
