@@ -720,3 +720,75 @@ fn images_are_read_with_ocr_only_when_asked() {
         "scanned-note.png"
     );
 }
+
+/// `sextant chat` over a pipe: a follow-up is read with the turn before it, and a chat
+/// killed (-9) while the model writes an answer keeps every turn answered before it.
+#[test]
+fn chat_keeps_its_conversation_through_a_kill_mid_answer() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let kb = tempfile::tempdir().unwrap();
+    let kb_dir = kb.path().to_str().unwrap();
+    let o = sextant(&["ingest", "--kb", kb_dir, "examples/kb"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let chat = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_sextant"))
+            .args(["chat", "--json", "--kb", kb_dir])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut child = chat(&[]);
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    writeln!(stdin, "How do I rotate a secret?").unwrap();
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let first: Value = serde_json::from_str(&line).expect("one JSON line per answer");
+    let id = first["conversation"].as_str().unwrap().to_string();
+    assert_eq!(first["turn"], 1, "{first}");
+    // The reader takes seconds to write an answer: kill the chat while it does.
+    writeln!(stdin, "and what breaks if I forget to?").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap(); // SIGKILL
+    let _ = child.wait();
+    // Had the rules answered alone within that time, the answer was printed and kept.
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut out, &mut rest);
+    let finished = rest.lines().filter(|l| l.starts_with('{')).count();
+
+    let mut child = chat(&["--conversation", &id, "--mode", "extractive"]);
+    writeln!(
+        child.stdin.as_mut().unwrap(),
+        "how often should that be done?"
+    )
+    .unwrap();
+    drop(child.stdin.take());
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    let next: Value = serde_json::from_slice(&o.stdout).expect("one answer");
+    assert_eq!(next["conversation"], id.as_str(), "{next}");
+    assert_eq!(
+        next["turn"],
+        2 + finished,
+        "the killed turn is not kept: {next}"
+    );
+    assert_eq!(
+        next["citations"][0]["file"], "security/secrets.md",
+        "{next}"
+    );
+    let kept = sextant::kb::conversations::Conversations::open(kb.path())
+        .unwrap()
+        .turns(&id)
+        .unwrap();
+    let asked: Vec<&str> = kept.iter().map(|t| t.question.as_str()).collect();
+    let mut expected = vec!["How do I rotate a secret?"];
+    if finished == 1 {
+        expected.push("and what breaks if I forget to?");
+    }
+    expected.push("how often should that be done?");
+    assert_eq!(asked, expected);
+}

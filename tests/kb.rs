@@ -779,3 +779,33 @@ fn a_follow_up_is_read_with_its_conversation_and_the_conversation_is_kept() {
     let bad = call(json!({"op": "conversation", "id": "../../etc/passwd"}));
     assert!(format!("{:?}", bad.unwrap_err()).contains("not a conversation id"));
 }
+
+/// The follow-up rules on the sample KB: a continuation or a pointer back carries the
+/// earlier turn's subject; a question naming its own subject, even with a pointer into
+/// itself, is read as asked; the person's own words stay apart for the evidence checks.
+#[test]
+fn follow_ups_carry_the_earlier_subject_and_new_subjects_stand_alone() {
+    use sextant::protocols::followup::{own_words, resolve};
+    let kb = shared_kb().lock().unwrap();
+    let earlier = vec!["How do I rotate the database password?".to_string()];
+    for q in [
+        "and how often?",
+        "does that need a restart?",
+        "what about in staging?",
+    ] {
+        let r = resolve(&kb, &earlier, q).unwrap();
+        assert!(r.is_follow_up(), "{q}: {r:?}");
+        assert!(r.carried.contains(&"password".to_string()), "{q}: {r:?}");
+        assert_eq!(own_words(&r.query), q);
+    }
+    for q in [
+        "How do I renew a TLS certificate manually?",
+        "Which CrashLoopBackOff exit codes mean that the pod ran out of memory?",
+    ] {
+        let r = resolve(&kb, &earlier, q).unwrap();
+        assert!(!r.is_follow_up(), "{q}: {r:?}");
+        assert_eq!(r.query, q);
+    }
+    let first = resolve(&kb, &[], "and how often?").unwrap();
+    assert!(!first.is_follow_up(), "nothing to follow: {first:?}");
+}

@@ -64,6 +64,9 @@ enum Asked {
     Standalone,
     /// On its own words, without the earlier turns.
     Alone,
+    /// After its earlier turns, written out in full by the LLM (measured against the
+    /// rules of `history`).
+    Rewritten,
 }
 
 #[derive(Serialize)]
@@ -133,6 +136,20 @@ pub fn run(ctx: &Ctx, args: EvalArgs) -> Result<()> {
                 Some(Asked::History) => {
                     let (query, ms) = with_history(&kb, q)?;
                     resolve_ms.push(ms);
+                    query
+                }
+                Some(Asked::Rewritten) => {
+                    if llm.is_none() {
+                        llm = Some(ctx.load_llm()?);
+                    }
+                    let llm = llm.as_mut().expect("loaded above");
+                    let t = Instant::now();
+                    let query = if q.turns.is_empty() {
+                        q.question.clone()
+                    } else {
+                        followup::rewrite(llm, &q.turns, &q.question)?
+                    };
+                    resolve_ms.push(t.elapsed().as_secs_f64() * 1e3);
                     query
                 }
             };

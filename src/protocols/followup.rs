@@ -10,6 +10,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::evidence::content_words;
+use super::evidence::coverage::RARE_SHARE;
 use super::support::GENERAL;
 use crate::kb::KnowledgeBase;
 
@@ -21,33 +22,40 @@ const COUNT_CAP: usize = 2000;
 /// chunks hold them.
 const SUBJECT_SHARE: f64 = 0.05;
 
-/// The earlier turn's words carried, at most.
-const CARRIED: usize = 5;
+/// Content words before a pointer that make it point into its own question.
+const SAID_BEFORE_INTERNAL: usize = 3;
 
-/// Openings that continue the turn before ("and on Windows?", "what about tags?").
+/// The earlier turn's words carried, at most.
+const CARRIED: usize = 8;
+
+/// Openings that continue the turn before ("and on Windows?", "what about tags?", "with
+/// the timings too?").
+#[rustfmt::skip]
 const CONTINUATIONS: &[&str] = &[
-    "and",
-    "also",
-    "but",
-    "or",
-    "then",
-    "so",
-    "what about",
-    "how about",
-    "what if",
-    "same",
-    "instead",
-    "otherwise",
-    "afterwards",
-    "after that",
-    "else",
+    "and", "also", "but", "or", "then", "so", "what about", "how about", "what if", "same",
+    "instead", "otherwise", "afterwards", "after that", "else", "with", "without", "just",
+    "only", "even", "plus", "except", "via", "using",
 ];
 
 /// Words that point back to something said before.
+#[rustfmt::skip]
 const POINTERS: &[&str] = &[
-    "it", "its", "it's", "that", "this", "those", "these", "them", "they", "their", "there", "one",
-    "ones", "same", "such", "former", "latter", "above", "previous", "again",
+    "it", "its", "it's", "that", "this", "those", "these", "them", "they", "their", "there",
+    "one", "ones", "same", "such", "former", "latter", "above", "previous", "again",
 ];
+
+/// What a follow-up's query adds to the question, before the carried words.
+const CONTEXT_OPEN: &str = " (about: ";
+
+/// The person's own words of a query `resolve` made (the whole of any other question):
+/// what the evidence checks hold the passages to, since the carried words are the
+/// earlier turn's and its answer already covered them.
+pub fn own_words(query: &str) -> &str {
+    match query.rfind(CONTEXT_OPEN) {
+        Some(i) if query.ends_with(')') => &query[..i],
+        _ => query,
+    }
+}
 
 /// How a question was read in its conversation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -94,13 +102,38 @@ pub fn resolve(kb: &KnowledgeBase, earlier: &[String], question: &str) -> Result
                 .next()
                 .is_none_or(|ch| !ch.is_alphanumeric())
     });
-    let points_back = words.iter().any(|w| POINTERS.contains(w));
+    // A pointer after the question has said enough of its own ("list the untracked
+    // files in my repository, leaving out the ones that are ignored": three content
+    // words, or two with a rare one) points into the question, not back.
+    let share_below = |w: &str, share: f64| -> Result<bool> {
+        if w.chars().count() < 3
+            || GENERAL.contains(&w)
+            || POINTERS.contains(&w)
+            || crate::kb::stopwords::is_stopword(w)
+        {
+            return Ok(false);
+        }
+        let n = df(w)?;
+        Ok(n > 0 && (n as f64) <= share * total && n < COUNT_CAP)
+    };
+    let mut points_back = false;
     let mut own_subject = false;
-    for w in subject_words(question) {
-        let n = df(&w)?;
-        if n > 0 && (n as f64) <= SUBJECT_SHARE * total && n < COUNT_CAP {
+    let mut rare_before = false;
+    let mut said_before = 0;
+    for w in &words {
+        if POINTERS.contains(w) {
+            let internal = said_before >= SAID_BEFORE_INTERNAL || (rare_before && said_before >= 2);
+            points_back |= !internal;
+            continue;
+        }
+        if w.chars().count() >= 3 && !GENERAL.contains(w) && !crate::kb::stopwords::is_stopword(w) {
+            said_before += 1;
+        }
+        if !rare_before && share_below(w, RARE_SHARE)? {
+            rare_before = true;
             own_subject = true;
-            break;
+        } else if !own_subject && share_below(w, SUBJECT_SHARE)? {
+            own_subject = true;
         }
     }
     if own_subject && !continues && !points_back {
@@ -109,22 +142,26 @@ pub fn resolve(kb: &KnowledgeBase, earlier: &[String], question: &str) -> Result
             "names its own subject: a new question",
         ));
     }
-    // The earlier turn's subject: its words the KB holds, rarest first, in their order.
+    // The earlier turn's subject: the title of the document it found first, then its
+    // words the KB holds, in their order (its own words before those it carried itself).
     let asked: Vec<String> = content_words(question);
-    let mut candidates: Vec<(usize, usize, String)> = Vec::new();
-    for (i, w) in subject_words(previous).into_iter().enumerate() {
-        if asked.contains(&w) || candidates.iter().any(|(_, _, c)| *c == w) {
+    let mut carried: Vec<String> = Vec::new();
+    let found = crate::kb::search::search(kb, previous, 1, crate::kb::search::SearchMode::Hybrid)?;
+    let title = found
+        .first()
+        .and_then(|h| h.section_path.first().cloned())
+        .unwrap_or_default();
+    for w in subject_words(&title)
+        .into_iter()
+        .chain(subject_words(previous))
+    {
+        if carried.len() == CARRIED || asked.contains(&w) || carried.contains(&w) {
             continue;
         }
-        let n = df(&w)?;
-        if n > 0 {
-            candidates.push((n, i, w));
+        if df(&w)? > 0 {
+            carried.push(w);
         }
     }
-    candidates.sort();
-    candidates.truncate(CARRIED);
-    candidates.sort_by_key(|(_, i, _)| *i);
-    let carried: Vec<String> = candidates.into_iter().map(|(_, _, w)| w).collect();
     if carried.is_empty() {
         return Ok(Resolved::as_asked(
             question,
@@ -137,7 +174,7 @@ pub fn resolve(kb: &KnowledgeBase, earlier: &[String], question: &str) -> Result
         _ => "names no subject of its own",
     };
     Ok(Resolved {
-        query: format!("{} (about: {})", question.trim(), carried.join(" ")),
+        query: format!("{}{CONTEXT_OPEN}{})", question.trim(), carried.join(" ")),
         carried,
         why: why.to_string(),
     })
@@ -151,4 +188,55 @@ fn subject_words(text: &str) -> Vec<String> {
         .filter(|w| w.chars().count() >= 3 && !GENERAL.contains(&w.as_str()))
         .filter(|w| !POINTERS.contains(&w.as_str()))
         .collect()
+}
+
+/// The model's way, measured against the rules (`sextant eval --asked rewritten`): the
+/// reader writes the follow-up out in full, under a pattern that allows one question.
+pub fn rewrite(llm: &mut crate::llm::Llm, earlier: &[String], question: &str) -> Result<String> {
+    use crate::llm::chat_template::Message;
+    use crate::structured::{generate_structured, OutputSpec, StructuredRequest};
+    let task = "Rewrite the follow-up question so that it can be understood on its own: \
+                replace words such as it, that, those, them and one with what they refer to \
+                in the earlier questions, and keep everything else. Do not answer it. Reply \
+                with the rewritten question only.";
+    let shot = |earlier: &[&str], follow: &str| {
+        let list: String = earlier
+            .iter()
+            .enumerate()
+            .map(|(i, q)| format!("{}. {q}\n", i + 1))
+            .collect();
+        format!("Earlier questions:\n{list}Follow-up: {follow}")
+    };
+    let earlier_refs: Vec<&str> = earlier.iter().map(String::as_str).collect();
+    let messages = vec![
+        Message::new("system", task),
+        Message::new(
+            "user",
+            &shot(
+                &["How do I add a network printer?"],
+                "and how do I remove it again?",
+            ),
+        ),
+        Message::new("assistant", "How do I remove a network printer again?"),
+        Message::new(
+            "user",
+            &shot(
+                &[
+                    "Where are the backups of the mail server kept?",
+                    "how long are they kept?",
+                ],
+                "can I restore a single mailbox from one?",
+            ),
+        ),
+        Message::new(
+            "assistant",
+            "Can I restore a single mailbox from a backup of the mail server?",
+        ),
+        Message::new("user", &shot(&earlier_refs, question.trim())),
+    ];
+    let mut req =
+        StructuredRequest::new(messages, OutputSpec::Regex(r"[A-Z][^\n?]{4,160}\?".into()));
+    req.max_tokens = 64;
+    let out = generate_structured(llm, &req, &mut |_| {})?;
+    Ok(out.text.trim().to_string())
 }

@@ -73,6 +73,19 @@ class Grounded(unittest.TestCase):
         self.assertTrue(answer["outOfDomain"], answer)
         self.assertEqual(answer["sources"], [])
 
+    def test_a_follow_up_is_read_with_the_messages_before_it(self):
+        r = client.chat.completions.create(
+            model="sextant-navigator",
+            messages=[
+                {"role": "user", "content": "How do I rotate a secret?"},
+                {"role": "assistant", "content": "See security/secrets.md."},
+                {"role": "user", "content": "how often should that be done?"},
+            ],
+        )
+        answer = json.loads(r.choices[0].message.content)
+        jsonschema.validate(answer, SCHEMAS["sextant-navigator"])
+        self.assertIn("security/secrets.md", {s["file"] for s in answer["sources"]}, answer)
+
     def test_errors_name_the_fix(self):
         with self.assertRaises(openai.BadRequestError) as e:
             client.chat.completions.create(model="sextant-rag", messages=[{"role": "assistant", "content": "hi"}])

@@ -186,7 +186,9 @@ impl Evidence {
         }
         let mut unknown_terms = Vec::new();
         let mut unretrieved_terms = Vec::new();
-        for w in question_names(question) {
+        // A follow-up's carried words are the earlier turn's: only its own are checked.
+        let own = crate::protocols::followup::own_words(question);
+        for w in question_names(own) {
             if !kb.store().term_known(w)? {
                 unknown_terms.push(w.to_string());
             } else if !hits.is_empty()
@@ -197,7 +199,7 @@ impl Evidence {
                 unretrieved_terms.push(w.to_string());
             }
         }
-        let terms = coverage::question_terms(kb, question, &hits)?;
+        let terms = coverage::question_terms(kb, own, &hits)?;
         Ok(Evidence {
             terms,
             unknown_terms,
