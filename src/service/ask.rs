@@ -45,7 +45,7 @@ impl Service {
 
     pub(super) fn ask(&self, params: AskParams, watch: &mut Watch) -> Result<Value, ServiceError> {
         let question = non_empty("question", &params.question)?.to_string();
-        let conversation = self.conversation_for(params.conversation.as_deref(), &question)?;
+        let conversation = self.conversation_for(params.conversation.as_deref())?;
         let earlier = conversation
             .as_ref()
             .map(|(_, e)| e.clone())
@@ -83,7 +83,8 @@ impl Service {
                 decision: answer.report.decision,
                 created: String::new(),
             };
-            out["turn"] = json!(self.keep_turn(&id, &turn)?);
+            let (id, n) = self.keep_turn(id, &turn)?;
+            out["turn"] = json!(n);
             out["conversation"] = json!(id);
         }
         Ok(out)

@@ -17,20 +17,20 @@ impl Service {
         Ok(Conversations::open(&self.kb_dir())?)
     }
 
-    /// The conversation an ask request names (`None`: none), started when it says
-    /// "new", with the questions its earlier turns were read as.
+    /// The conversation an ask request names (`None`: none; `Some(None)`: a new one,
+    /// started when its first answer is kept), with the questions its earlier turns were
+    /// read as.
     pub(super) fn conversation_for(
         &self,
         conversation: Option<&str>,
-        question: &str,
-    ) -> Result<Option<(String, Vec<String>)>, ServiceError> {
+    ) -> Result<Option<(Option<String>, Vec<String>)>, ServiceError> {
         let Some(id) = conversation.map(str::trim).filter(|c| !c.is_empty()) else {
             return Ok(None);
         };
-        let mut store = self.conversations()?;
         if id == NEW_CONVERSATION {
-            return Ok(Some((store.create(question)?, Vec::new())));
+            return Ok(Some((None, Vec::new())));
         }
+        let store = self.conversations()?;
         let id = checked_id(id)?;
         let earlier = store
             .turns(&id)
@@ -38,14 +38,23 @@ impl Service {
             .into_iter()
             .map(|t| t.standalone)
             .collect();
-        Ok(Some((id, earlier)))
+        Ok(Some((Some(id), earlier)))
     }
 
-    /// Keeps an answered turn; returns its number.
-    pub(super) fn keep_turn(&self, id: &str, turn: &Turn) -> Result<usize, ServiceError> {
-        self.conversations()?
-            .add_turn(id, turn)
-            .map_err(conversation_error)
+    /// Keeps an answered turn in conversation `id` (`None`: a new one, titled after the
+    /// question); returns the conversation's id and the turn's number.
+    pub(super) fn keep_turn(
+        &self,
+        id: Option<String>,
+        turn: &Turn,
+    ) -> Result<(String, usize), ServiceError> {
+        let mut store = self.conversations()?;
+        let id = match id {
+            Some(id) => id,
+            None => store.create(&turn.question)?,
+        };
+        let n = store.add_turn(&id, turn).map_err(conversation_error)?;
+        Ok((id, n))
     }
 
     pub(super) fn list_conversations(&self) -> Result<Value, ServiceError> {
