@@ -162,6 +162,12 @@ async function cspViolations() {
   return page.evaluate(() => window.__cspViolations || []);
 }
 
+/** Opens "Answer options" (format and mode sit behind it). */
+async function answerOptions() {
+  const options = page.locator(tid("answer-options"));
+  if ((await options.getAttribute("open")) === null) await page.click(`${tid("answer-options")} > summary`);
+}
+
 async function show(screen) {
   await page.click(tid(`nav-${screen}`));
   await page.locator(tid(`screen-${screen}`)).waitFor({ state: "visible" });
@@ -220,6 +226,7 @@ let firstCitation = null;
 step(`Ask: "${QUESTION}" gives an answer with citations`, async () => {
   await show("ask");
   await page.fill(tid("question"), QUESTION);
+  await answerOptions();
   await page.check(tid("format-rag"));
   await page.selectOption(tid("mode"), "extractive");
   await page.click(tid("ask-button"));
@@ -246,6 +253,7 @@ step(`Ask: "${QUESTION}" gives an answer with citations`, async () => {
 step("Ask (reader): the draft streams, the checked answer replaces it; Esc stops one", async () => {
   const drafting = `${tid("ask-result")}[data-state="drafting"]`;
   await page.fill(tid("question"), "How do I roll back a deployment?");
+  await answerOptions();
   await page.check(tid("format-navigator"));
   await page.selectOption(tid("mode"), "reader");
   const t0 = Date.now();
@@ -274,6 +282,7 @@ step("Ask (reader): the draft streams, the checked answer replaces it; Esc stops
   assert(after === before + 1, `the engine did not stop the generation (cancelled ${before} → ${after})`);
   await screenshot("ask-stopped");
   // Back to the RAG answer the next steps open.
+  await answerOptions();
   await page.check(tid("format-rag"));
   await page.selectOption(tid("mode"), "extractive");
   await page.fill(tid("question"), QUESTION);
@@ -314,6 +323,7 @@ step("Reader: code blocks are code with a Copy button, tables are tables", async
 step("Ask → a PDF citation opens its page, drawn, with the cited passage marked", async () => {
   await show("ask");
   await page.fill(tid("question"), PDF_QUESTION);
+  await answerOptions();
   await page.check(tid("format-rag"));
   await page.selectOption(tid("mode"), "extractive");
   await page.click(tid("ask-button"));
@@ -344,6 +354,37 @@ step("Ask → a PDF citation opens its page, drawn, with the cited passage marke
   assert(shown.canvas && shown.hit, `page or marked passage not in view: ${JSON.stringify(shown)}`);
   assert(shown.ink > 500, `the page canvas is blank (${shown.ink} dark pixels)`);
   await screenshot("reader-pdf");
+});
+
+step("Ask: a follow-up is read with the question before it; the conversation is kept and reopens", async () => {
+  await show("ask");
+  await page.click(tid("new-conversation"));
+  await answerOptions();
+  await page.check(tid("format-rag"));
+  await page.selectOption(tid("mode"), "extractive");
+  const ask = async (q, what) => {
+    await page.fill(tid("question"), q);
+    await page.click(tid("ask-button"));
+    await waitForResult(`${tid("ask-result")}[data-state="done"]`, T_ASK, what);
+  };
+  await ask("How do I rotate a secret?", "first question");
+  assert(!(await page.locator(tid("read-as")).isVisible()), "a first question was read as a follow-up");
+  await ask("how often should that be done?", "follow-up");
+  const readAs = (await page.locator(tid("read-as")).textContent()).trim();
+  assert(/secret/i.test(readAs), `the follow-up was not read with its history: "${readAs}"`);
+  const first = await page.locator(tid("citation")).first().getAttribute("data-file");
+  assert(first === "security/secrets.md", `the follow-up's first source is ${first}`);
+  assert((await page.locator(tid("thread-turn")).count()) === 1, "the first turn is not in the thread");
+  await screenshot("ask-conversation");
+  await page.click(tid("new-conversation"));
+  assert((await page.locator(tid("thread-turn")).count()) === 0, "a new conversation kept the thread");
+  await page.click(`${tid("conversation-history")} > summary`);
+  const item = page.locator(tid("conversation-item"), { hasText: "How do I rotate a secret?" }).first();
+  await item.waitFor({ timeout: T_UI });
+  await item.click();
+  await page.locator(`${tid("thread-turn")} >> nth=1`).waitFor({ timeout: T_UI });
+  const turns = await page.locator(`${tid("thread-turn")} .turn-q`).allTextContents();
+  assert(turns.join("|") === "How do I rotate a secret?|how often should that be done?", `reopened turns: ${turns.join("|")}`);
 });
 
 step(`Reader: navigate "${NAV_QUESTION}"`, async () => {

@@ -1,6 +1,9 @@
-// The Ask screen: a question in either answer format, the answer with its confidence,
-// and citations that open the Reader at the cited section.
-import { askStream } from "../client.js";
+// The Ask screen: a conversation. Each question is asked in the current conversation (a
+// follow-up is read with the turns before it, by the engine), its answer shown with its
+// confidence and citations that open the Reader at the cited section; earlier turns stay
+// above it as a thread. Earlier conversations can be reopened; the answer format and mode
+// sit behind "Answer options".
+import { api, askStream } from "../client.js";
 import { $, el, run, confidenceClass, setBadge } from "../dom.js";
 import { highlightCode } from "../highlight.js";
 import { addCopyButtons, openReader } from "./reader.js";
@@ -13,6 +16,98 @@ function citationAnchor(c) {
 }
 
 let asking = null; // the AbortController of the answer being generated
+let conversation = null; // the current conversation's id; null: the next question starts one
+let shown = null; // the answer on screen ({question, out}), moved into the thread by the next
+
+/** One earlier turn in the thread: the question, the answer's text, its sources. */
+function threadItem(question, answer, citations, readAs) {
+  return el(
+    "li",
+    { "data-testid": "thread-turn" },
+    el("div", { class: "turn-q", text: question }),
+    readAs ? el("div", { class: "muted small", text: `Read as: ${readAs}` }) : null,
+    el("div", { class: "turn-a", text: answer || "" }),
+    citations.length
+      ? el(
+          "div",
+          { class: "turn-sources" },
+          ...citations.map((c) =>
+            el("button", {
+              type: "button",
+              text: c.label || c.file,
+              onclick: () => run(null, () => openReader(c.file, citationAnchor(c), { page: c.page, quote: c.quote })),
+            }),
+          ),
+        )
+      : null,
+  );
+}
+
+function answerText(format, response) {
+  const r = response || {};
+  return format === "navigator" ? r.answer : r.final_answer;
+}
+
+/** The follow-up's reading, when the engine read it with the turns before it. */
+function readAs(out) {
+  return typeof out.decision === "string" && out.decision.startsWith("Read as a follow-up") ? out.standalone : null;
+}
+
+function pushShownToThread() {
+  if (!shown) return;
+  const { question, out } = shown;
+  $("sx-thread").append(
+    threadItem(question, answerText(out.format, out.response), Array.isArray(out.citations) ? out.citations : [], readAs(out)),
+  );
+  shown = null;
+}
+
+/** Starts a new conversation: the thread and the answer are cleared. */
+function newConversation() {
+  conversation = null;
+  shown = null;
+  $("sx-thread").replaceChildren();
+  $("sx-ask-result").hidden = true;
+  $("sx-question").focus();
+}
+
+/** Reopens a kept conversation: its turns become the thread, the next question follows them. */
+async function openConversation(id) {
+  const v = await api("GET", `/api/conversation?id=${encodeURIComponent(id)}`);
+  conversation = id;
+  shown = null;
+  $("sx-ask-result").hidden = true;
+  $("sx-thread").replaceChildren(
+    ...v.turns.map((t) =>
+      threadItem(t.question, answerText(t.format, t.response), t.citations || [], t.standalone !== t.question && t.decision.startsWith("Read as a follow-up") ? t.standalone : null),
+    ),
+  );
+  $("sx-history").open = false;
+}
+
+async function loadConversations() {
+  const v = await api("GET", "/api/conversations");
+  const list = $("sx-conversations");
+  if (!v.conversations.length) {
+    list.replaceChildren(el("li", { class: "muted", text: "No conversations yet." }));
+    return;
+  }
+  list.replaceChildren(
+    ...v.conversations.map((c) =>
+      el(
+        "li",
+        {},
+        el("button", {
+          type: "button",
+          "data-testid": "conversation-item",
+          dataset: { id: c.id },
+          text: `${c.title} (${c.turns} ${c.turns === 1 ? "question" : "questions"})`,
+          onclick: () => run(null, () => openConversation(c.id)),
+        }),
+      ),
+    ),
+  );
+}
 
 async function ask(question, format, mode) {
   question = question.trim();
@@ -24,9 +119,11 @@ async function ask(question, format, mode) {
   const stop = $("sx-stop-btn");
   stop.hidden = false;
   let draft = "";
+  pushShownToThread();
+  let out;
   try {
-    const out = await askStream(
-      { question, format, mode },
+    out = await askStream(
+      { question, format, mode, conversation: conversation || "new" },
       (piece) => {
         // The model's draft, shown as plain text until the checked answer replaces it.
         if (!draft) {
@@ -39,6 +136,8 @@ async function ask(question, format, mode) {
       },
       controller.signal,
     );
+    if (out && out.conversation) conversation = out.conversation;
+    shown = { question, out: out || {} };
     renderAnswer(out || {}, format);
     $("sx-ask-result").dataset.state = "done";
   } catch (e) {
@@ -62,6 +161,9 @@ function renderAnswer(out, askedFormat) {
   const citations = Array.isArray(out.citations) ? out.citations : [];
   const answer = format === "navigator" ? r.answer : r.final_answer;
   const answerEl = $("sx-answer");
+  const reading = readAs(out);
+  $("sx-read-as").hidden = !reading;
+  $("sx-read-as").textContent = reading ? `Read as a follow-up: ${reading}` : "";
   if (typeof out.answer_html === "string" && out.answer_html) {
     // Rendered by the engine from the answer's Markdown; raw HTML in it is shown as text.
     answerEl.innerHTML = out.answer_html;
@@ -152,6 +254,10 @@ export function setupAsk() {
     run($("sx-ask-btn"), () => ask($("sx-question").value, format, $("sx-mode").value));
   });
   $("sx-stop-btn").addEventListener("click", stopAsking);
+  $("sx-new-conversation").addEventListener("click", newConversation);
+  $("sx-history").addEventListener("toggle", () => {
+    if ($("sx-history").open) run(null, loadConversations);
+  });
   // Esc stops an answer; Ctrl+K (Cmd+K) goes to the question box from anywhere.
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape" && asking) {
