@@ -57,6 +57,12 @@ pub fn own_words(query: &str) -> &str {
     }
 }
 
+/// The earlier turn's words a query `resolve` made carries, if any.
+pub fn carried_words(query: &str) -> Option<&str> {
+    let own = own_words(query);
+    (own.len() < query.len()).then(|| &query[own.len() + CONTEXT_OPEN.len()..query.len() - 1])
+}
+
 /// How a question was read in its conversation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Resolved {

@@ -26,6 +26,7 @@ use serde_json::json;
 
 use super::checks::invented_tokens;
 use super::evidence::{content_words, Evidence, Sentence};
+use super::followup;
 use super::grounded::{extractive_answer, join_sentences};
 use super::shared::llm_object_watched;
 use super::support;
@@ -185,9 +186,18 @@ pub fn read(
 ) -> Result<Reading> {
     let passages = passages(ev);
     report.shown_to_model = listing(ev, &passages);
+    // A follow-up is asked in its own words, with what the conversation was about
+    // apart: the reader answers the question, not the carried words.
+    let question = match followup::carried_words(&ev.question) {
+        Some(about) => format!(
+            "{} (a follow-up; the conversation is about: {about})",
+            followup::own_words(&ev.question)
+        ),
+        None => ev.question.clone(),
+    };
     let user = format!(
-        "Passages:\n{}\n\nQuestion: {}",
-        report.shown_to_model, ev.question
+        "Passages:\n{}\n\nQuestion: {question}",
+        report.shown_to_model
     );
     let schema = schema(passages.len());
     let v = llm_object_watched(llm, SYSTEM, &user, schema, report, ("answer", watch))?;
@@ -225,7 +235,7 @@ pub fn read(
         said,
         quoted.len(),
         model_answer,
-        (&ev.question, &context, &read),
+        (followup::own_words(&ev.question), &context, &read),
         fallback,
         report,
     );
