@@ -460,7 +460,9 @@ mod tests {
         for (_, path, op) in PROTOCOL_ROUTES {
             let mut fields = Map::new();
             fields.insert("op".into(), json!(op));
-            for k in ["path", "query", "question", "flow", "name", "to"] {
+            for k in [
+                "path", "query", "question", "flow", "name", "to", "id", "title",
+            ] {
                 fields.insert(k.into(), json!("x"));
             }
             fields.insert("on".into(), json!(true));
