@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::conversations::AskedIn;
 use super::{document, non_empty, AskParams, Service, ServiceError};
 use crate::kb::conversations::Turn;
 use crate::protocols::followup::{self, Resolved};
@@ -48,7 +49,7 @@ impl Service {
         let conversation = self.conversation_for(params.conversation.as_deref())?;
         let earlier = conversation
             .as_ref()
-            .map(|(_, e)| e.clone())
+            .map(|c| c.earlier.clone())
             .unwrap_or_default();
         let (answer, resolved) = self.answer_in(params, earlier, watch)?;
         let citations = document::citations(
@@ -69,7 +70,7 @@ impl Service {
             "removed": answer.report.removed, "answer_html": answer_html,
             "standalone": resolved.query,
         });
-        if let Some((id, _)) = conversation {
+        if let Some(AskedIn { id, .. }) = conversation {
             let turn = Turn {
                 n: 0,
                 question,

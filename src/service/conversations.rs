@@ -5,11 +5,20 @@ use serde_json::{json, Value};
 
 use super::{Service, ServiceError};
 use crate::kb::conversations::{
-    export_markdown, is_conversation_id, Conversations, NoSuchConversation, Turn,
+    export_markdown, is_conversation_id, ConversationSummary, Conversations, NoSuchConversation,
+    Turn,
 };
 
 /// What `conversation` in an ask request may say besides an id: start one.
 pub const NEW_CONVERSATION: &str = "new";
+
+/// The conversation a question is asked in.
+pub(super) struct AskedIn {
+    /// Its id; `None`: a new one, started when its first answer is kept.
+    pub id: Option<String>,
+    /// The questions its earlier turns were read as, oldest first.
+    pub earlier: Vec<String>,
+}
 
 impl Service {
     /// The open KB's conversations file.
@@ -17,18 +26,19 @@ impl Service {
         Ok(Conversations::open(&self.kb_dir())?)
     }
 
-    /// The conversation an ask request names (`None`: none; `Some(None)`: a new one,
-    /// started when its first answer is kept), with the questions its earlier turns were
-    /// read as.
+    /// The conversation an ask request names, if any.
     pub(super) fn conversation_for(
         &self,
         conversation: Option<&str>,
-    ) -> Result<Option<(Option<String>, Vec<String>)>, ServiceError> {
+    ) -> Result<Option<AskedIn>, ServiceError> {
         let Some(id) = conversation.map(str::trim).filter(|c| !c.is_empty()) else {
             return Ok(None);
         };
         if id == NEW_CONVERSATION {
-            return Ok(Some((None, Vec::new())));
+            return Ok(Some(AskedIn {
+                id: None,
+                earlier: Vec::new(),
+            }));
         }
         let store = self.conversations()?;
         let id = checked_id(id)?;
@@ -38,7 +48,10 @@ impl Service {
             .into_iter()
             .map(|t| t.standalone)
             .collect();
-        Ok(Some((Some(id), earlier)))
+        Ok(Some(AskedIn {
+            id: Some(id),
+            earlier,
+        }))
     }
 
     /// Keeps an answered turn in conversation `id` (`None`: a new one, titled after the
@@ -61,11 +74,17 @@ impl Service {
         Ok(json!({ "conversations": self.conversations()?.list()? }))
     }
 
-    pub(super) fn conversation_json(&self, id: &str) -> Result<Value, ServiceError> {
+    /// A kept conversation (checked id, not deleted) with its turns.
+    fn kept(&self, id: &str) -> Result<(ConversationSummary, Vec<Turn>), ServiceError> {
         let id = checked_id(id)?;
         let store = self.conversations()?;
         let summary = store.summary(&id).map_err(conversation_error)?;
         let turns = store.turns(&id).map_err(conversation_error)?;
+        Ok((summary, turns))
+    }
+
+    pub(super) fn conversation_json(&self, id: &str) -> Result<Value, ServiceError> {
+        let (summary, turns) = self.kept(id)?;
         Ok(json!({ "conversation": summary, "turns": turns }))
     }
 
@@ -98,10 +117,7 @@ impl Service {
     }
 
     pub(super) fn export_conversation(&self, id: &str) -> Result<Value, ServiceError> {
-        let id = checked_id(id)?;
-        let store = self.conversations()?;
-        let summary = store.summary(&id).map_err(conversation_error)?;
-        let turns = store.turns(&id).map_err(conversation_error)?;
+        let (summary, turns) = self.kept(id)?;
         Ok(json!({ "markdown": export_markdown(&summary, &turns), "title": summary.title }))
     }
 }
