@@ -22,6 +22,15 @@ const COUNT_CAP: usize = 2000;
 /// chunks hold them.
 const SUBJECT_SHARE: f64 = 0.05;
 
+/// Words a whole question opens with.
+#[rustfmt::skip]
+const QUESTION_OPENINGS: &[&str] = &[
+    "how", "what", "which", "why", "when", "where", "who", "whom", "whose", "can", "could",
+    "does", "do", "did", "is", "are", "was", "were", "should", "will", "would", "may",
+    "must", "i", "i'm", "my", "we", "our", "please", "in", "explain", "show", "tell",
+    "list", "give",
+];
+
 /// Content words before a pointer that make it point into its own question.
 const SAID_BEFORE_INTERNAL: usize = 3;
 
@@ -142,11 +151,19 @@ pub fn resolve(kb: &KnowledgeBase, earlier: &[String], question: &str) -> Result
             own_subject = true;
         }
     }
-    if own_subject && !continues && !points_back {
-        return Ok(Resolved::as_asked(
-            question,
-            "names its own subject: a new question",
-        ));
+    if !continues && !points_back {
+        if own_subject {
+            return Ok(Resolved::as_asked(
+                question,
+                "names its own subject: a new question",
+            ));
+        }
+        // A whole question ("How do I roll back a deployment?") stands alone even in
+        // the KB's everyday words; only a fragment ("owned by another user?") leans on
+        // the turn before.
+        if words.first().is_some_and(|w| QUESTION_OPENINGS.contains(w)) {
+            return Ok(Resolved::as_asked(question, "a whole question of its own"));
+        }
     }
     // The earlier turn's subject: the title of the document it found first, then its
     // words the KB holds, in their order (its own words before those it carried itself).
