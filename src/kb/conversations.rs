@@ -109,12 +109,19 @@ impl Conversations {
 
     /// The conversations not deleted, the last updated first.
     pub fn list(&self) -> Result<Vec<ConversationSummary>> {
-        let mut stmt = self.conn.prepare(
+        self.summaries("", "")
+    }
+
+    /// Summaries of the conversations not deleted (`and`: a further condition on `c`,
+    /// with `?1` bound to `arg`), the last updated first.
+    fn summaries(&self, and: &str, arg: &str) -> Result<Vec<ConversationSummary>> {
+        let mut stmt = self.conn.prepare(&format!(
             "SELECT c.id, c.title, c.created, c.updated,
                     (SELECT COUNT(*) FROM turns t WHERE t.conversation = c.id)
-             FROM conversations c WHERE c.deleted IS NULL ORDER BY c.updated DESC, c.id",
-        )?;
-        let rows = stmt.query_map([], |r| {
+             FROM conversations c WHERE c.deleted IS NULL {and}
+             ORDER BY c.updated DESC, c.id"
+        ))?;
+        let map = |r: &rusqlite::Row| {
             Ok(ConversationSummary {
                 id: r.get(0)?,
                 title: r.get(1)?,
@@ -122,15 +129,20 @@ impl Conversations {
                 updated: r.get(3)?,
                 turns: r.get::<_, i64>(4)? as usize,
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        };
+        let rows = if and.is_empty() {
+            stmt.query_map([], map)?.collect::<rusqlite::Result<_>>()?
+        } else {
+            stmt.query_map([arg], map)?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        Ok(rows)
     }
 
     /// One conversation's summary, if it exists and is not deleted.
     pub fn summary(&self, id: &str) -> Result<ConversationSummary> {
-        self.list()?
-            .into_iter()
-            .find(|c| c.id == id)
+        self.summaries("AND c.id = ?1", id)?
+            .pop()
             .ok_or_else(|| NoSuchConversation(id.to_string()).into())
     }
 

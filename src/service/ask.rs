@@ -17,6 +17,9 @@ use crate::protocols::{
     default_mode, prepare_ask, Answer, AnswerFormat, AskRequest, Report, DEFAULT_K,
 };
 
+/// The client-kept earlier questions read before a follow-up, at most (the latest).
+const HISTORY_READ: usize = 4;
+
 /// The most chunks a request may ask to retrieve.
 const MAX_K: usize = 20;
 
@@ -110,7 +113,14 @@ impl Service {
         let (step, resolved) = {
             let kb = self.kb();
             kb.require_chunks()?;
-            for q in params.history.iter().filter(|q| !q.trim().is_empty()) {
+            // Only the last turns shape a follow-up's reading: a long message list costs
+            // a search per turn read, so older ones are left out.
+            let history: Vec<&String> = params
+                .history
+                .iter()
+                .filter(|q| !q.trim().is_empty())
+                .collect();
+            for q in &history[history.len().saturating_sub(HISTORY_READ)..] {
                 let query = followup::resolve(&kb, &earlier, q)?.query;
                 earlier.push(query);
             }
