@@ -328,13 +328,36 @@ fn bad_files_are_skipped_with_reasons_and_lose_nothing() {
     assert_eq!(hits[0].file, "good.md");
 }
 
+/// What a KB holds, independent of its rowids: every chunk as (file, id, text), sorted.
+fn chunk_set(kb: &KnowledgeBase) -> Vec<(String, String, String)> {
+    let mut v: Vec<_> = kb
+        .store()
+        .chunk_listing()
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.file, c.chunk_id, c.text))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The texts of a keyword search's hits, best first (copies of a file read the same).
+fn keyword_hits(kb: &KnowledgeBase, query: &str) -> Vec<String> {
+    search(kb, query, 8, SearchMode::Bm25)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.text)
+        .collect()
+}
+
 #[test]
 fn a_crash_mid_ingest_leaves_a_kb_that_opens_answers_and_completes() {
-    // A folder big enough that ingest takes a few seconds: the sample KB three times.
+    // A folder big enough that ingest takes several seconds: the sample KB five times.
     let docs = tempfile::tempdir().unwrap();
-    for i in 0..3 {
+    for i in 0..5 {
         copy_dir(&sample_kb(), &docs.path().join(format!("copy{i}")));
     }
+    let files = walk(docs.path()).len();
     let kbdir = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sextant"))
         .args(["ingest", "--kb"])
@@ -344,20 +367,27 @@ fn a_crash_mid_ingest_leaves_a_kb_that_opens_answers_and_completes() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Kill -9 once some documents are committed but before the end.
+    // Past the first checkpoint (16 documents) but before the end.
     let db = kbdir.path().join("kb.sqlite");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(std::time::Duration::from_millis(20));
         let n =
             rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
                 .and_then(|c| {
                     c.query_row("SELECT COUNT(*) FROM documents", [], |r| r.get::<_, i64>(0))
                 })
                 .unwrap_or(0);
-        if n >= 5 || std::time::Instant::now() > deadline {
+        if n >= 18 || std::time::Instant::now() > deadline {
             break;
         }
+    }
+    // Search answers while the ingest runs, from what it has committed.
+    {
+        let reader = KnowledgeBase::open(kbdir.path(), embedder()).unwrap();
+        assert!(!keyword_hits(&reader, "roll back a deployment").is_empty());
+        let dense = search(&reader, "roll back a deployment", 3, SearchMode::Dense).unwrap();
+        assert!(!dense.is_empty());
     }
     child.kill().unwrap(); // SIGKILL
     let status = child.wait().unwrap();
@@ -377,14 +407,18 @@ fn a_crash_mid_ingest_leaves_a_kb_that_opens_answers_and_completes() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 
-    // Reopening repairs: every chunk has a vector again.
+    // Reopening repairs: every chunk has a vector and its words indexed again.
     let mut kb = KnowledgeBase::open(kbdir.path(), embedder()).unwrap();
     let stats = kb.stats().unwrap();
     assert!(stats.consistent, "{stats:?} repaired {:?}", kb.repaired);
-    assert!(stats.documents >= 5 && stats.documents < 60, "{stats:?}");
+    assert!(
+        stats.documents >= 18 && stats.documents < files,
+        "{stats:?}"
+    );
+    assert_eq!(kb.store().keyword_count(), stats.chunks as u64);
     let hits = search(&kb, "roll back a deployment", 3, SearchMode::Hybrid).unwrap();
     assert!(!hits.is_empty());
-    // The next ingest finishes the job.
+    // The next ingest finishes the job, with what an uninterrupted ingest makes.
     let r = ingest(
         &mut kb,
         &[docs.path().to_path_buf()],
@@ -394,8 +428,84 @@ fn a_crash_mid_ingest_leaves_a_kb_that_opens_answers_and_completes() {
     .unwrap();
     assert!(r.skipped.is_empty(), "{:?}", r.skipped);
     let stats = kb.stats().unwrap();
-    assert_eq!(stats.documents, 60, "{stats:?}");
+    assert_eq!(stats.documents, files, "{stats:?}");
     assert!(stats.consistent, "{stats:?}");
+    let whole_dir = tempfile::tempdir().unwrap();
+    let (whole, _) = ingest_into(whole_dir.path(), &[docs.path().to_path_buf()]);
+    assert_eq!(chunk_set(&kb), chunk_set(&whole));
+    assert_eq!(kb.store().keyword_count(), whole.store().keyword_count());
+    for q in [
+        "renew the TLS certificate",
+        "pods stuck in CrashLoopBackOff",
+    ] {
+        let mut a = keyword_hits(&kb, q);
+        let mut b = keyword_hits(&whole, q);
+        assert!(!a.is_empty(), "{q}");
+        // Five copies of each chunk tie, in any order.
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "{q}");
+    }
+}
+
+/// A KB written before the keyword index existed (format 1: no `keywords/`, no format
+/// row, none of its tables) is brought up to date on open; one of a newer format is
+/// refused with the fix.
+#[test]
+fn an_older_kb_is_migrated_on_open_and_a_newer_one_refused() {
+    let kbdir = tempfile::tempdir().unwrap();
+    let (kb, _) = ingest_into(kbdir.path(), &[sample_kb()]);
+    let before = keyword_hits(&kb, "renew the TLS certificate");
+    let chunks = kb.store().counts().unwrap().chunks as u64;
+    drop(kb);
+    std::fs::remove_dir_all(kbdir.path().join(sextant::kb::store::KEYWORDS_DIR)).unwrap();
+    let db = rusqlite::Connection::open(kbdir.path().join("kb.sqlite")).unwrap();
+    db.execute_batch(
+        "DELETE FROM meta WHERE key = 'format';
+         DROP TRIGGER chunks_keywords_insert; DROP TRIGGER chunks_keywords_delete;
+         DROP TABLE keyword_pending;",
+    )
+    .unwrap();
+    let kb = KnowledgeBase::open(kbdir.path(), embedder()).unwrap();
+    assert_eq!(kb.repaired.keywords_pending as u64, chunks);
+    assert_eq!(kb.store().keyword_count(), chunks);
+    assert_eq!(keyword_hits(&kb, "renew the TLS certificate"), before);
+    drop(kb);
+    let format: String = db
+        .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(format, sextant::kb::store::FORMAT.to_string());
+
+    db.execute("UPDATE meta SET value = '99' WHERE key = 'format'", [])
+        .unwrap();
+    let err = KnowledgeBase::open(kbdir.path(), embedder())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("newer Sextant") && err.contains("upgrade"),
+        "{err}"
+    );
+}
+
+/// The keyword index is derived data: deleted or damaged, it is rebuilt from the chunks.
+#[test]
+fn a_lost_or_damaged_keyword_index_is_rebuilt_from_the_chunks() {
+    let kbdir = tempfile::tempdir().unwrap();
+    let (kb, _) = ingest_into(kbdir.path(), &[sample_kb()]);
+    let before = keyword_hits(&kb, "rotate a leaked secret");
+    drop(kb);
+    let keywords = kbdir.path().join(sextant::kb::store::KEYWORDS_DIR);
+    std::fs::write(keywords.join("meta.json"), "{ not json").unwrap();
+    let kb = KnowledgeBase::open(kbdir.path(), embedder()).unwrap();
+    assert_eq!(keyword_hits(&kb, "rotate a leaked secret"), before);
+    assert!(kbdir.path().join("keywords.unreadable").is_dir());
+    drop(kb);
+    std::fs::remove_dir_all(&keywords).unwrap();
+    let kb = KnowledgeBase::open(kbdir.path(), embedder()).unwrap();
+    assert_eq!(keyword_hits(&kb, "rotate a leaked secret"), before);
 }
 
 /// A reader never takes the writer lock of a consistent KB, so a writer starting while

@@ -226,10 +226,7 @@ async fn ingest(
             .map(PathBuf::from);
         let result = svc.ingest_target(path.as_deref()).and_then(|path| {
             let report = svc.ingest(&[path], images.unwrap_or(false), &mut |p| {
-                let _ = app.emit(
-                    "ingest://progress",
-                    json!({"done": p.done, "total": p.total, "file": p.file}),
-                );
+                let _ = app.emit("ingest://progress", json!(p));
             })?;
             Ok(json!({ "summary": report }))
         });

@@ -67,7 +67,8 @@ pub fn run_ingest(
         }
         chunks += p.chunks;
         let rate = chunks as f64 / start.elapsed().as_secs_f64().max(1e-3);
-        bar.set_message(format!("{chunks} chunks ({rate:.0}/s) {}", p.file));
+        let left = p.eta_s.map(time_left).unwrap_or_default();
+        bar.set_message(format!("{chunks} chunks ({rate:.0}/s){left} {}", p.file));
         bar.set_position(p.done as u64);
     })?;
     bar.finish_and_clear();
@@ -113,4 +114,24 @@ fn watch(svc: &Service, paths: &[PathBuf], images: bool, json: bool) -> Result<(
         run_ingest(svc, paths, images, json)?;
     }
     Ok(())
+}
+
+/// ", about 3 min left": an ingest's estimate, as rounded as it is reliable.
+fn time_left(seconds: f64) -> String {
+    let s = seconds.round() as u64;
+    match s {
+        0..=59 => format!(", about {s} s left"),
+        60..=5399 => format!(", about {} min left", (s + 30) / 60),
+        _ => format!(", about {:.1} h left", s as f64 / 3600.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn time_left_is_rounded_to_its_unit() {
+        assert_eq!(super::time_left(12.4), ", about 12 s left");
+        assert_eq!(super::time_left(150.0), ", about 3 min left");
+        assert_eq!(super::time_left(9000.0), ", about 2.5 h left");
+    }
 }

@@ -32,7 +32,7 @@ pub fn remove(kb: &mut KnowledgeBase, path: &str) -> Result<()> {
     let _writer = WriterLock::try_acquire(kb.store.dir())?;
     let root = root_of(kb, path)?;
     kb.store.exclude_document(&root, path)?;
-    kb.store.save_index()?;
+    kb.store.checkpoint(true)?;
     Ok(())
 }
 

@@ -65,17 +65,18 @@ impl KbWriter<'_> {
         self.store.add_vectors(keys, vectors)
     }
 
-    /// Writes the vector index to disk (also done when the writer is dropped).
-    pub fn save_index(&mut self) -> Result<()> {
-        self.store.save_index()
+    /// Writes the vector index and commits the keyword index (also done when the writer
+    /// is dropped).
+    pub fn checkpoint(&mut self) -> Result<()> {
+        self.store.checkpoint(false)
     }
 }
 
 impl Drop for KbWriter<'_> {
     fn drop(&mut self) {
-        if let Err(e) = self.store.save_index() {
+        if let Err(e) = self.store.checkpoint(true) {
             tracing::error!(
-                "{}: saving the vector index: {e:#}",
+                "{}: saving the vector and keyword indexes: {e:#}",
                 self.store.dir().display()
             );
         }
@@ -96,6 +97,14 @@ pub fn resolve_dir(kb: Option<&str>) -> PathBuf {
             PathBuf::from(s)
         }
         Some(name) => base().join(name),
+    }
+}
+
+/// Bytes of a file, or of every file under a folder.
+pub fn bytes_under(path: &Path) -> u64 {
+    match std::fs::read_dir(path) {
+        Ok(entries) => entries.flatten().map(|e| bytes_under(&e.path())).sum(),
+        Err(_) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
     }
 }
 
@@ -147,16 +156,19 @@ impl KnowledgeBase {
         self.store.set_setting(key, value)
     }
 
-    /// Opens (or creates) the KB in `dir`, checks that chunks and vectors agree, and
-    /// repairs what a crash left behind: re-embeds chunks without vectors, drops vectors
-    /// without chunks.
+    /// Opens (or creates) the KB in `dir`, checks that chunks, vectors and keywords agree,
+    /// and repairs what a crash left behind: re-embeds chunks without vectors, drops
+    /// vectors without chunks, indexes the words of chunks the keyword index lacks (all of
+    /// them, once, for a KB of an older format).
     ///
     /// Repair writes, so it runs only when no other process is writing the KB; a reader
     /// that opens a KB mid-ingest sees what is committed and leaves the rest to the writer.
     pub fn open(dir: &Path, embedder: Arc<Embedder>) -> Result<Self> {
         let mut store = Store::open(dir, embedder.dim, &embedder.name)?;
         let found = store.check().context("consistency check")?;
-        let clean = found.missing_vectors.is_empty() && found.orphan_vectors_removed == 0;
+        let clean = found.missing_vectors.is_empty()
+            && found.orphan_vectors_removed == 0
+            && found.keywords_pending == 0;
         // A clean KB is opened without the writer lock: a reader that took it, even for a
         // moment, would make a writer starting at that moment fail as busy.
         let writer = if clean {
@@ -191,7 +203,7 @@ impl KnowledgeBase {
                 store.add_vectors(keys, &vectors)?;
             }
         }
-        store.save_index()?;
+        store.checkpoint(true)?;
         Ok(KnowledgeBase {
             store,
             embedder,
@@ -227,19 +239,16 @@ impl KnowledgeBase {
         let counts = self.store.counts()?;
         let chunks = counts.chunks;
         let c = self.store.check()?;
-        let bytes = std::fs::read_dir(self.store.dir())?
-            .flatten()
-            .filter_map(|e| e.metadata().ok())
-            .filter(|m| m.is_file())
-            .map(|m| m.len())
-            .sum();
+        let bytes = bytes_under(self.store.dir());
         Ok(KbStats {
             path: self.store.dir().to_path_buf(),
             documents: counts.documents,
             sections: counts.sections,
             chunks,
             vectors: c.vectors,
-            consistent: c.missing_vectors.is_empty() && c.vectors == chunks,
+            consistent: c.missing_vectors.is_empty()
+                && c.vectors == chunks
+                && c.keywords_pending == 0,
             bytes_on_disk: bytes,
             embedder: self.embedder.name.clone(),
         })

@@ -438,10 +438,7 @@ async fn ingest(State(app): State<App>, body: Result<Bytes, BytesRejection>) -> 
             let _ = tx.blocking_send(Ok(Event::default().event(name).data(v.to_string())));
         };
         let result = svc.ingest(std::slice::from_ref(&path), images, &mut |p| {
-            send(
-                "progress",
-                json!({"done": p.done, "total": p.total, "file": p.file}),
-            );
+            send("progress", json!(p));
         });
         match result {
             Ok(report) => send("done", json!({ "summary": report })),

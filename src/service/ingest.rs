@@ -4,16 +4,19 @@
 use std::path::{Path, PathBuf};
 
 use super::{Service, ServiceError};
-use crate::kb::ingest::{IngestOptions, IngestReport, IngestRun, Work, PREPARE_GROUP};
+use crate::kb::ingest::{Eta, IngestOptions, IngestReport, IngestRun, Work, PREPARE_GROUP};
 use crate::kb::lock::WriterLock;
 
 /// One file done (embedded, unchanged or skipped) of `total`, with the chunks it added;
 /// the first report (`done` 0, no file) gives the total.
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct IngestProgress<'a> {
     pub done: usize,
     pub total: usize,
     pub file: &'a str,
     pub chunks: usize,
+    /// Seconds left at the rate so far (by bytes); None for the first seconds.
+    pub eta_s: Option<f64>,
 }
 
 impl Service {
@@ -62,11 +65,13 @@ impl Service {
         let mut run = IngestRun::with_lock(writer, &paths, &opts)?;
         let tok = self.embedder.counting_tokenizer();
         let total = run.files.len();
+        let mut eta = Eta::new(run.files.iter().map(|f| f.candidate.bytes).sum());
         on_progress(IngestProgress {
             done: 0,
             total,
             file: "",
             chunks: 0,
+            eta_s: None,
         });
         let indices: Vec<usize> = (0..total).collect();
         for group in indices.chunks(PREPARE_GROUP) {
@@ -83,11 +88,13 @@ impl Service {
                 chunks[slot] = run.commit(&mut self.kb(), p)?;
             }
             for (slot, &i) in group.iter().enumerate() {
+                let file = &run.files[i].candidate;
                 on_progress(IngestProgress {
                     done: i + 1,
                     total,
-                    file: &run.files[i].candidate.rel,
+                    file: &file.rel,
                     chunks: chunks[slot],
+                    eta_s: eta.file_done(file.bytes),
                 });
             }
         }

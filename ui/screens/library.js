@@ -8,11 +8,23 @@ import { openReader } from "./reader.js";
 // Remembered across launches so Re-index works without typing the path again.
 let lastFolder = storageGet("sextant.lastFolder") || "";
 
-function setProgress(done, total, file) {
+/** "about 3 min left" from the engine's estimate (seconds; null for the first seconds). */
+export function timeLeft(seconds) {
+  if (typeof seconds !== "number") return "";
+  const s = Math.round(seconds);
+  if (s < 60) return `about ${s} s left`;
+  if (s < 5400) return `about ${Math.round(s / 60)} min left`;
+  return `about ${(s / 3600).toFixed(1)} h left`;
+}
+
+function setProgress(done, total, file, etaSeconds) {
   $("sx-ingest-progress").hidden = false;
   const pct = total > 0 ? Math.min(100, Math.round((done / total) * 100)) : 0;
   $("sx-ingest-bar").style.width = `${pct}%`;
-  $("sx-ingest-label").textContent = `${done} / ${total}${file ? ` ${file}` : ""}`;
+  const left = timeLeft(etaSeconds);
+  $("sx-ingest-label").textContent =
+    `${done} / ${total}${left ? ` · ${left}` : ""}${file ? ` ${file}` : ""}`;
+  $("sx-ingest-label").dataset.eta = left;
 }
 
 function describeSummary(s) {
@@ -51,7 +63,7 @@ async function ingestFolder(path) {
   setProgress(0, 0, "scanning…");
   let summary;
   try {
-    summary = await ingest(path, (p) => setProgress(p.done ?? 0, p.total ?? 0, p.file ?? ""), {
+    summary = await ingest(path, (p) => setProgress(p.done ?? 0, p.total ?? 0, p.file ?? "", p.eta_s), {
       images: $("sx-images").checked,
     });
   } catch (e) {

@@ -33,12 +33,26 @@ pub struct ScaleReport {
     pub vectors_added_per_s: f64,
     pub index_mb: f64,
     pub db_mb: f64,
+    pub keywords_mb: f64,
+    /// recall@10 of the index's f16 vectors against exact search over the f32 ones, at
+    /// the store's search expansion.
+    pub recall_at_10: f64,
+    /// Recall and dense latency at other search expansions.
+    pub expansions: Vec<ExpansionReport>,
     pub dense_ms_p50: f64,
     pub dense_ms_p99: f64,
     pub bm25_ms_p50: f64,
     pub bm25_ms_p99: f64,
     pub hybrid_ms_p50: f64,
     pub hybrid_ms_p99: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ExpansionReport {
+    pub expansion: usize,
+    pub recall_at_10: f64,
+    pub dense_ms_p50: f64,
+    pub dense_ms_p99: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -100,6 +114,11 @@ fn peer_embedding(
         .context("the peer's output has no chunks_per_s")?;
     Ok((rate, v["versions"].clone()))
 }
+
+/// Queries whose exact nearest neighbours are tracked while a synthetic index is built.
+const RECALL_QUERIES: usize = 100;
+/// Search expansions measured besides the store's.
+const EXPANSIONS: [usize; 3] = [64, 128, 512];
 
 /// `sextant bench kb`: embedding and ingest speed on the sample KB, then search latency
 /// over synthetic indexes of the given sizes (chunk texts recombined from the sample KB's
@@ -164,11 +183,24 @@ pub fn run_kb(
     .collect();
     let words: Vec<&str> = texts.iter().flat_map(|t| t.split_whitespace()).collect();
 
+    // Unit vectors near the real ones, as the synthetic chunks' are.
+    let near_real = |rng: &mut rand::rngs::StdRng| -> Vec<f32> {
+        let base = &base_vectors[rng.random_range(0..base_vectors.len())];
+        let mut v: Vec<f32> = base
+            .iter()
+            .map(|x| x + rng.random_range(-0.05..0.05))
+            .collect();
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter_mut().for_each(|x| *x /= norm);
+        v
+    };
     let mut scale = Vec::new();
     for &n in &args.scale {
         let dir = tempfile::tempdir()?;
         let mut kb = KnowledgeBase::open(dir.path(), embedder.clone())?;
         let mut rng = rand::rngs::StdRng::seed_from_u64(n as u64);
+        let recall_queries = (0..RECALL_QUERIES).map(|_| near_real(&mut rng)).collect();
+        let mut exact = sextant::kb::store::ExactSearch::new(recall_queries, 10);
         let start = Instant::now();
         let per_doc = 500;
         let mut add_secs = 0.0;
@@ -210,23 +242,15 @@ pub fn run_kb(
                 &sections,
                 &chunks,
             )?;
-            let vectors: Vec<Vec<f32>> = (0..count)
-                .map(|_| {
-                    let base = &base_vectors[rng.random_range(0..base_vectors.len())];
-                    let mut v: Vec<f32> = base
-                        .iter()
-                        .map(|x| x + rng.random_range(-0.05..0.05))
-                        .collect();
-                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-                    v.iter_mut().for_each(|x| *x /= norm);
-                    v
-                })
-                .collect();
+            let vectors: Vec<Vec<f32>> = (0..count).map(|_| near_real(&mut rng)).collect();
+            for (k, v) in keys.iter().zip(&vectors) {
+                exact.offer(*k, v);
+            }
             let t = Instant::now();
             writer.add_vectors(&keys, &vectors)?;
             add_secs += t.elapsed().as_secs_f64();
         }
-        writer.save_index()?;
+        writer.checkpoint()?;
         drop(writer);
         let build_s = start.elapsed().as_secs_f64();
         let lat = |mode: SearchMode| -> Result<(f64, f64)> {
@@ -239,6 +263,19 @@ pub fn run_kb(
             }
             Ok((percentile(ms.clone(), 0.5), percentile(ms, 0.99)))
         };
+        let mut expansions = Vec::new();
+        for expansion in EXPANSIONS {
+            kb.store().set_search_expansion(expansion);
+            let (d50, d99) = lat(SearchMode::Dense)?;
+            expansions.push(ExpansionReport {
+                expansion,
+                recall_at_10: exact.recall(kb.store())?,
+                dense_ms_p50: d50,
+                dense_ms_p99: d99,
+            });
+        }
+        kb.store()
+            .set_search_expansion(sextant::kb::store::SEARCH_EXPANSION);
         let (d50, d99) = lat(SearchMode::Dense)?;
         let (b50, b99) = lat(SearchMode::Bm25)?;
         let (h50, h99) = lat(SearchMode::Hybrid)?;
@@ -248,6 +285,9 @@ pub fn run_kb(
             vectors_added_per_s: n as f64 / add_secs.max(1e-9),
             index_mb: dir_mb(dir.path(), sextant::kb::store::INDEX_FILE),
             db_mb: dir_mb(dir.path(), sextant::kb::store::DB_FILE),
+            keywords_mb: dir_mb(dir.path(), sextant::kb::store::KEYWORDS_DIR),
+            recall_at_10: exact.recall(kb.store())?,
+            expansions,
             dense_ms_p50: d50,
             dense_ms_p99: d99,
             bm25_ms_p50: b50,
@@ -307,13 +347,16 @@ pub fn run_kb(
     }
     for s in &r.scale {
         println!(
-            "{:>7} chunks: built in {:.1} s ({:.0} vectors/s added), index {:.1} MB, db {:.1} MB; \
+            "{:>7} chunks: built in {:.1} s ({:.0} vectors/s added), index {:.1} MB, db {:.1} MB, \
+             keywords {:.1} MB; recall@10 {:.3}; \
              search p50/p99 ms: dense {:.2}/{:.2}, bm25 {:.2}/{:.2}, hybrid {:.2}/{:.2}",
             s.chunks,
             s.build_s,
             s.vectors_added_per_s,
             s.index_mb,
             s.db_mb,
+            s.keywords_mb,
+            s.recall_at_10,
             s.dense_ms_p50,
             s.dense_ms_p99,
             s.bm25_ms_p50,
@@ -321,6 +364,14 @@ pub fn run_kb(
             s.hybrid_ms_p50,
             s.hybrid_ms_p99
         );
+    }
+    for s in &r.scale {
+        for e in &s.expansions {
+            println!(
+                "{:>7} chunks, search expansion {}: recall@10 {:.3}, dense p50/p99 ms {:.2}/{:.2}",
+                s.chunks, e.expansion, e.recall_at_10, e.dense_ms_p50, e.dense_ms_p99
+            );
+        }
     }
     println!("peak memory: {:.0} MB", r.peak_rss_mb);
     Ok(())

@@ -126,11 +126,9 @@ pub fn run(ctx: &Ctx, command: BenchCommand) -> Result<()> {
     }
 }
 
+/// Megabytes of `dir/name`: a file, or a folder's files summed.
 fn dir_mb(dir: &std::path::Path, name: &str) -> f64 {
-    std::fs::metadata(dir.join(name))
-        .map(|m| m.len())
-        .unwrap_or(0) as f64
-        / 1e6
+    sextant::kb::bytes_under(&dir.join(name)) as f64 / 1e6
 }
 
 fn peak_rss_mb() -> f64 {

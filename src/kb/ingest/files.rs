@@ -15,6 +15,8 @@ use crate::kb::KnowledgeBase;
 pub struct Candidate {
     pub(super) abs: PathBuf,
     pub rel: String,
+    /// Its size when the folder was walked (for progress; the read checks it again).
+    pub bytes: u64,
 }
 
 /// The documents under `root`, and the entries with a document's name that are not
@@ -29,6 +31,7 @@ pub(super) fn candidates(root: &Path, images: bool) -> (Vec<Candidate>, Vec<(Str
         let file = Candidate {
             abs: root.to_path_buf(),
             rel,
+            bytes: std::fs::metadata(root).map(|m| m.len()).unwrap_or(0),
         };
         return (vec![file], Vec::new());
     }
@@ -57,6 +60,7 @@ pub(super) fn candidates(root: &Path, images: bool) -> (Vec<Candidate>, Vec<(Str
             Some(t) if t.is_file() => out.push(Candidate {
                 abs: e.path().to_path_buf(),
                 rel,
+                bytes: e.metadata().map(|m| m.len()).unwrap_or(0),
             }),
             Some(t) if t.is_symlink() => skipped.push((
                 rel,

@@ -9,8 +9,11 @@ use std::time::Instant;
 use anyhow::Result;
 use serde::Serialize;
 
+mod eta;
 mod files;
 mod prepare;
+
+pub use eta::Eta;
 
 pub use files::{content_hash, Candidate};
 pub use prepare::{make_chunks, PREPARE_GROUP};
@@ -226,6 +229,7 @@ impl IngestRun {
         run.files.push(RunFile {
             root: root.to_string(),
             candidate: Candidate {
+                bytes: std::fs::metadata(&abs).map(|m| m.len()).unwrap_or(0),
                 abs,
                 rel: path.to_string(),
             },
@@ -306,7 +310,7 @@ impl IngestRun {
         if !chunks.is_empty() {
             self.since_checkpoint += 1;
             if self.since_checkpoint >= self.checkpoint_every {
-                kb.store.save_index()?;
+                kb.store.checkpoint(false)?;
                 self.since_checkpoint = 0;
             }
         }
@@ -339,7 +343,7 @@ impl IngestRun {
                 }
             }
         }
-        kb.store.save_index()?;
+        kb.store.checkpoint(true)?;
         self.report.seconds = self.start.elapsed().as_secs_f64();
         Ok(self.report)
     }

@@ -1,12 +1,16 @@
 //! The knowledge base on disk: one directory with `kb.sqlite` (documents, sections, chunks
-//! and an FTS5 index for BM25) and `vectors.usearch` (one vector per chunk, keyed by the
-//! chunk's SQLite rowid).
+//! and an FTS5 index for word lookups), `vectors.usearch` (one vector per chunk, keyed by
+//! the chunk's SQLite rowid) and `keywords/` (tantivy: BM25 ranking, keyed the same).
 //!
 //! Crash safety: each document is written in one SQLite transaction; vectors are added in
-//! memory and the index file is replaced atomically (temp file + rename) at checkpoints.
-//! After a crash the two may disagree; `Store::check` finds chunks without vectors (to be
-//! re-embedded) and vectors without chunks (removed). Chunk rowids use AUTOINCREMENT so a
-//! stale vector can never be mistaken for a new chunk's.
+//! memory and the index file is replaced atomically (temp file + rename) at checkpoints,
+//! where the keyword index commits too. After a crash they may disagree; `Store::check`
+//! finds chunks without vectors (to be re-embedded) and vectors without chunks (removed),
+//! and the keyword index replays what it had not committed (keywords.rs). Chunk rowids
+//! use AUTOINCREMENT so a stale vector can never be mistaken for a new chunk's.
+//!
+//! The KB's format is a number in `meta` (`FORMAT`): a KB of an older format is brought
+//! up to date on open, one of a newer one is refused with the fix.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +23,12 @@ use super::parse::{DocKind, Section};
 
 pub const DB_FILE: &str = "kb.sqlite";
 pub const INDEX_FILE: &str = "vectors.usearch";
+pub use keywords::KEYWORDS_DIR;
+pub use vectors::{ExactSearch, SEARCH_EXPANSION};
+
+/// The on-disk format this build writes. 1: SQLite + FTS5 + usearch; 2: a tantivy keyword
+/// index added (built from the chunks when a format-1 KB is opened).
+pub const FORMAT: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -60,6 +70,18 @@ CREATE INDEX IF NOT EXISTS chunks_section ON chunks(section_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(text, headings, tokenize = 'porter unicode61');
 CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
     DELETE FROM chunks_fts WHERE rowid = old.id;
+END;
+-- Chunks added (added = 1) or deleted since the keyword index last committed (keywords.rs).
+CREATE TABLE IF NOT EXISTS keyword_pending (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    key INTEGER NOT NULL,
+    added INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS chunks_keywords_insert AFTER INSERT ON chunks BEGIN
+    INSERT INTO keyword_pending (key, added) VALUES (new.id, 1);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_keywords_delete AFTER DELETE ON chunks BEGIN
+    INSERT INTO keyword_pending (key, added) VALUES (old.id, 0);
 END;
 -- Documents a user removed: later ingests of their folder leave them out until restored.
 CREATE TABLE IF NOT EXISTS excluded (
@@ -153,12 +175,15 @@ pub struct Consistency {
     pub missing_vectors: Vec<u64>,
     /// Vectors removed because their chunk no longer exists.
     pub orphan_vectors_removed: usize,
+    /// Chunk changes the keyword index had not committed (replayed on repair).
+    pub keywords_pending: usize,
 }
 
 pub struct Store {
     dir: PathBuf,
     conn: Connection,
     index: Index,
+    keywords: keywords::Keywords,
     dim: usize,
     /// Vectors changed since the index file was last written.
     dirty: bool,
@@ -175,12 +200,13 @@ pub fn embed_text(section_path: &[String], text: &str) -> String {
     )
 }
 
+mod keywords;
 mod queries;
 mod vectors;
 
 use vectors::index_options;
 
-pub use queries::{fts_query, peek, HeadingRow, Peek};
+pub use queries::{peek, query_words, HeadingRow, Peek};
 
 impl Store {
     /// Opens (creating if needed) the store in `dir` for vectors of `dim` dimensions.
@@ -218,6 +244,7 @@ impl Store {
                 )?;
             }
         }
+        let keywords = open_keywords(dir, &conn)?;
         let index = Index::new(&index_options(dim)).map_err(|e| anyhow!("usearch: {e}"))?;
         let path = dir.join(INDEX_FILE);
         if path.exists() {
@@ -238,6 +265,8 @@ impl Store {
                 );
             }
         }
+        // Not kept in the file.
+        index.change_expansion_search(SEARCH_EXPANSION);
         // Per-thread search/add contexts for every core (adds run in parallel).
         index
             .reserve_capacity_and_threads(index.size().max(1024), rayon::current_num_threads())
@@ -246,9 +275,17 @@ impl Store {
             dir: dir.to_path_buf(),
             conn,
             index,
+            keywords,
             dim,
             dirty: false,
         })
+    }
+
+    /// Writes what changed: the vector index saved, the keyword index committed. With
+    /// `close` (the end of a writer's work), the keyword index's merges are waited for.
+    pub(in crate::kb) fn checkpoint(&mut self, close: bool) -> Result<()> {
+        self.save_index()?;
+        self.commit_keywords(close)
     }
 
     pub(in crate::kb) fn touch(&self, doc_id: i64, mtime_ns: i64) -> Result<()> {
@@ -332,6 +369,7 @@ impl Store {
         for k in old_keys {
             self.remove_vector(k)?;
         }
+        self.apply_keywords()?;
         Ok(keys)
     }
 
@@ -365,7 +403,7 @@ impl Store {
         for k in keys {
             self.remove_vector(k)?;
         }
-        Ok(())
+        self.apply_keywords()
     }
 
     /// Removes a document and keeps later ingests of its folder from adding it back.
@@ -397,6 +435,47 @@ impl Store {
             .map(|k| k as u64)
             .collect())
     }
+}
+
+/// Checks the KB's format and opens its keyword index; a KB of format 1, or one whose
+/// keyword index is missing or was unreadable, has every chunk queued for indexing (the
+/// next open that may write builds it: `KnowledgeBase::open`).
+fn open_keywords(dir: &Path, conn: &Connection) -> Result<keywords::Keywords> {
+    let format: Option<i64> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| {
+            r.get::<_, String>(0)
+        })
+        .optional()?
+        .and_then(|v| v.parse().ok());
+    if let Some(f) = format.filter(|f| *f > FORMAT) {
+        bail!(
+            "{} was written by a newer Sextant (knowledge base format {f}; this one reads up \
+             to {FORMAT}); upgrade Sextant to open it",
+            dir.display()
+        );
+    }
+    let migrate = format.unwrap_or(1) < FORMAT;
+    let (keywords, fresh) = keywords::Keywords::open(dir, migrate)?;
+    if fresh {
+        let chunks: i64 = conn.query_row("SELECT COUNT(*) FROM chunks", [], |r| r.get(0))?;
+        if chunks > 0 {
+            tracing::warn!(
+                "{}: building its keyword index from {chunks} chunks (a knowledge base of an \
+                 older format, or its keywords/ folder was missing); this runs once",
+                dir.display()
+            );
+        }
+        // Every chunk to add to the empty index; earlier rows are moot.
+        conn.execute_batch(&format!(
+            "BEGIN;
+             DELETE FROM keyword_pending;
+             INSERT INTO keyword_pending (key, added) SELECT id, 1 FROM chunks;
+             INSERT INTO meta (key, value) VALUES ('format', '{FORMAT}')
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+             COMMIT;"
+        ))?;
+    }
+    Ok(keywords)
 }
 
 pub(super) fn doc_record(r: &rusqlite::Row) -> rusqlite::Result<DocRecord> {

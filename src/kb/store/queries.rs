@@ -357,20 +357,10 @@ impl Store {
             .optional()?)
     }
 
-    /// BM25 over chunk text and heading path; best first. Returns (key, bm25) where lower
-    /// bm25 is better, as FTS5 reports it.
-    pub fn bm25(&self, query: &str, k: usize) -> Result<Vec<(u64, f64)>> {
-        let Some(expr) = fts_query(query) else {
-            return Ok(Vec::new());
-        };
-        let mut stmt = self.conn.prepare(
-            "SELECT rowid, bm25(chunks_fts, 1.0, 2.0) AS score FROM chunks_fts
-             WHERE chunks_fts MATCH ?1 ORDER BY score LIMIT ?2",
-        )?;
-        let rows = stmt.query_map(params![expr, k as i64], |r| {
-            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, f64>(1)?))
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    /// Sets how many candidates the vector index's search explores (usearch's
+    /// `expansion_search`; `SEARCH_EXPANSION` by default): recall against time.
+    pub fn set_search_expansion(&self, expansion: usize) {
+        self.index.change_expansion_search(expansion);
     }
 
     /// Nearest chunks by cosine; (key, cosine), best first.
@@ -390,8 +380,6 @@ impl Store {
     }
 }
 
-/// An FTS5 query from free text: every meaningful word, quoted (so FTS5 syntax in the
-/// user's words cannot break the query), OR-ed together; BM25 ranks by how many match.
 /// Chunks read when checking that a term occurs as written.
 const TERM_CHECK_ROWS: usize = 500;
 
@@ -417,14 +405,12 @@ pub struct HeadingRow {
     pub anchor: String,
 }
 
-pub fn fts_query(text: &str) -> Option<String> {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
+/// A query's meaningful words, lowercased: what keyword search looks for.
+pub fn query_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '_')
         .map(|w| w.to_lowercase())
         .filter(|w| !w.is_empty() && !crate::kb::stopwords::is_query_stopword(w))
-        .map(|w| format!("\"{w}\""))
-        .collect();
-    (!words.is_empty()).then(|| words.join(" OR "))
+        .collect()
 }
 
 #[cfg(test)]
@@ -441,16 +427,13 @@ mod tests {
     }
 
     #[test]
-    fn fts_query_quotes_words_and_drops_stopwords() {
+    fn query_words_split_and_drop_stopwords() {
         assert_eq!(
-            fts_query("How do I roll back a \"deployment\"?").unwrap(),
-            "\"roll\" OR \"back\" OR \"deployment\""
+            query_words("How do I roll back a \"deployment\"?"),
+            ["roll", "back", "deployment"]
         );
-        assert_eq!(fts_query("the of ???"), None);
-        assert_eq!(
-            fts_query("NEAR(x y) AND -z").unwrap(),
-            "\"near\" OR \"x\" OR \"y\" OR \"z\""
-        );
+        assert!(query_words("the of ???").is_empty());
+        assert_eq!(query_words("NEAR(x y) AND -z"), ["near", "x", "y", "z"]);
     }
 }
 
