@@ -45,7 +45,7 @@ SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN "$VENV/bin/python" tests/openai/test_groun
 echo "== UI in Chromium (tests/ui), screenshots in $OUT/ui, on a server of its own with an empty KB"
 serve ui-kb --watch
 SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN SEXTANT_SAMPLE_KB="$PWD/examples/kb" OUT_DIR="$OUT/ui" \
-  node tests/ui/ui.spec.mjs
+  node tests/ui/ui.spec.mjs || { echo "== the UI server's log (last 80 lines)"; tail -n 80 "$TMP/ui-kb.log"; exit 1; }
 echo "== sextant mcp over stdio, the MCP Python SDK (tests/mcp)"
 "$BIN" ingest --kb "$TMP/mcp-kb" examples/kb >"$TMP/mcp-ingest.log" 2>&1 || { cat "$TMP/mcp-ingest.log"; exit 1; }
 SEXTANT_BIN="$PWD/$BIN" SEXTANT_MCP_KB="$TMP/mcp-kb" "$VENV/bin/python" tests/mcp/test_mcp.py

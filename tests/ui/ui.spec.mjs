@@ -267,11 +267,28 @@ step("Ask (reader): the draft streams, the checked answer replaces it; Esc stops
   assert(answer.length >= 10, `the reader's answer is empty: "${answer}"`);
   assert(!(await page.locator(tid("stop-button")).isVisible()), "the Stop button stayed after the answer");
   console.log(`    first words after ${(firstWords / SEC).toFixed(1)} s, answer after ${((Date.now() - t0) / SEC).toFixed(1)} s`);
-  // Esc stops the next one, and the engine stops generating (it counts the cancel).
+  // Esc stops the next one, and the engine stops generating (it counts the cancel). A
+  // question whose reading writes no answer text (the model's empty answer, or a rule's
+  // answer) shows no draft to stop: the next question is asked. Which questions draft
+  // depends on the CPU's arithmetic (CI's AVX-512 kernels round differently from AVX2).
   const before = (await engineHealth()).cancelled_generations;
-  await page.fill(tid("question"), "What do I check after rolling back a deployment?");
-  await page.click(tid("ask-button"));
-  await waitForResult(drafting, T_ASK, "second reader draft");
+  let drafted = null;
+  for (const q of [
+    "What do I check after rolling back a deployment?",
+    "How do I roll back the worker fleet?",
+    "How do I roll back a deployment?",
+  ]) {
+    await page.evaluate(() => { document.querySelector('[data-testid="ask-result"]').dataset.state = "idle"; });
+    await page.fill(tid("question"), q);
+    await page.click(tid("ask-button"));
+    await waitForResult(`${drafting}, ${tid("ask-result")}[data-state="done"]`, T_ASK, `reader draft of "${q}"`);
+    if ((await page.locator(tid("ask-result")).getAttribute("data-state")) === "drafting") {
+      drafted = q;
+      break;
+    }
+    console.log(`    "${q}" was answered without a draft; asking the next question`);
+  }
+  assert(drafted, "none of the questions showed a reader draft to stop");
   await page.keyboard.press("Escape");
   await page.locator(`${tid("ask-result")}[data-state="stopped"]`).waitFor({ timeout: T_UI });
   let after = before;
