@@ -198,13 +198,54 @@ pub fn check_answer(answer: &str, read: &str) -> Checked {
     let read_sentences = split_sentences(read);
     let read_stems = stems_of(read);
     let mut checked = Checked::default();
+    let mut after_removed = false;
     for sentence in answer_sentences(answer) {
-        match unsupported(&sentence, read, &read_stems, &read_sentences) {
+        let why = unsupported(&sentence, read, &read_stems, &read_sentences).or_else(|| {
+            (after_removed && refers_back(&sentence))
+                .then(|| "it refers back to the sentence removed before it".to_string())
+        });
+        after_removed = why.is_some();
+        match why {
             Some(why) => checked.removed.push(Removed { sentence, why }),
             None => checked.kept.push(sentence),
         }
     }
     checked
+}
+
+/// Words that open a sentence resting on the one before it ("This command detaches…",
+/// "It also…", "Then…"): with that sentence removed, such a sentence says something of
+/// nothing, or of what the removed one claimed (git-doc's git-070).
+const REFERRING_OPENERS: &[&str] = &[
+    "this",
+    "that",
+    "these",
+    "those",
+    "it",
+    "its",
+    "it's",
+    "they",
+    "them",
+    "their",
+    "then",
+    "also",
+    "otherwise",
+    "so",
+    "such",
+    "here",
+    "which",
+    "both",
+];
+
+/// Whether a sentence opens by pointing at the sentence before it.
+fn refers_back(sentence: &str) -> bool {
+    let first = sentence
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+        .to_lowercase();
+    REFERRING_OPENERS.contains(&first.as_str())
 }
 
 /// An answer's sentences, nothing dropped (`split_sentences` drops fragments too short
@@ -449,6 +490,27 @@ mod tests {
         );
         assert!(c.removed.is_empty(), "{c:?}");
         assert_eq!(c.kept.len(), 2);
+    }
+
+    #[test]
+    fn a_sentence_leaning_on_a_removed_one_goes_with_it() {
+        let read = format!("{RESTORE} The restore takes the backup's newest snapshot.");
+        // The first sentence invents a flag; the second is supported on its own words but
+        // says "this command" of the invented one (git-doc's git-070).
+        let c = check_answer(
+            "Run the restore with --in-place to overwrite the running cluster. This creates              a new cluster from the backup.",
+            &read,
+        );
+        assert!(c.kept.is_empty(), "{c:?}");
+        assert!(c.removed[1].why.contains("refers back"), "{c:?}");
+        // After a kept sentence, the same pointer is fine.
+        let c = check_answer(
+            "A restore creates a new cluster from the backup. It never overwrites the              running cluster.",
+            &read,
+        );
+        assert!(c.removed.is_empty(), "{c:?}");
+        assert!(refers_back("It's the newest one."));
+        assert!(!refers_back("There is a snapshot."));
     }
 
     #[test]
