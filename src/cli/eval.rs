@@ -81,6 +81,8 @@ struct ModeRun {
     topic_changes: Option<Figures>,
     /// Conversation sets asked with history: reading the follow-up in its conversation.
     resolve_p50_ms: Option<f64>,
+    /// Navigator: how often each confidence level's answers were right.
+    confidence: Option<eval::Calibration>,
     questions: Vec<Scored>,
 }
 
@@ -226,10 +228,12 @@ pub fn run(ctx: &Ctx, args: EvalArgs) -> Result<()> {
             topic_changes: part(true),
             resolve_p50_ms: (!resolve_ms.is_empty())
                 .then(|| sextant::stats::percentile(resolve_ms.clone(), 0.5)),
+            confidence: eval::calibrate(&scored),
             questions: scored,
         });
     }
     print_table(&args, "", &runs, |r| Some(&r.figures));
+    print_calibration(&runs);
     if conversations {
         print_table(&args, "follow-ups", &runs, |r| r.follow_ups.as_ref());
         print_table(&args, "topic changes", &runs, |r| r.topic_changes.as_ref());
@@ -243,6 +247,30 @@ pub fn run(ctx: &Ctx, args: EvalArgs) -> Result<()> {
     }
     super::write_json(args.json.as_deref(), &runs)?;
     Ok(())
+}
+
+/// Each confidence level's answers and the share right, for the runs that give levels.
+fn print_calibration(runs: &[ModeRun]) {
+    let given: Vec<(&ModeRun, &eval::Calibration)> = runs
+        .iter()
+        .filter_map(|r| Some((r, r.confidence.as_ref()?)))
+        .collect();
+    if given.is_empty() {
+        return;
+    }
+    println!(
+        "confidence of the answers given: right / at the level (right: cites the expected file, \
+         ≥ {:.0} % of its keywords)",
+        eval::RIGHT_MIN_KEYWORDS * 100.0
+    );
+    for (r, c) in given {
+        let levels: Vec<String> = c
+            .levels
+            .iter()
+            .map(|(level, share)| format!("{level} {share}"))
+            .collect();
+        println!("  {:<32} {}", run_name(r), levels.join(" · "));
+    }
 }
 
 /// A conversation's last question after its earlier turns, as a conversation reads it,

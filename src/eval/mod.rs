@@ -9,6 +9,7 @@
 //! scored questions into the figures `sextant eval` prints. The scoring reads only the
 //! response as a user sees it (its format's fields) and the knowledge base.
 
+mod confidence;
 mod interview;
 mod navigation;
 mod routing;
@@ -19,6 +20,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+pub use confidence::{answer_is_right, calibrate, Calibration, RIGHT_MIN_KEYWORDS};
 pub use interview::{
     load_personas, score_turn, summarise_interviews, InterviewFigures, Persona, TurnScored,
 };

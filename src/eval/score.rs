@@ -105,6 +105,8 @@ pub struct Scored {
     /// The question's words with how common each is in the KB and whether the passages
     /// read hold it.
     pub terms: Vec<crate::protocols::evidence::coverage::Term>,
+    /// The navigator format's confidence level (`high`, `medium`, `low`); None for RAG.
+    pub confidence: Option<String>,
 }
 
 /// Scores one answer (given in `latency_ms`, its first words in `first_words_ms`)
@@ -210,6 +212,7 @@ pub fn score(
         best_score: answer.report.best_score,
         domain_score: answer.report.domain_score,
         terms: answer.report.terms.clone(),
+        confidence: answer.value["confidence"].as_str().map(String::from),
     })
 }
 
@@ -347,10 +350,10 @@ pub fn summarise(scored: &[Scored], format: AnswerFormat) -> Figures {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn scored(kind: QuestionKind, outcome: Outcome) -> Scored {
+    pub(in crate::eval) fn scored(kind: QuestionKind, outcome: Outcome) -> Scored {
         Scored {
             id: String::new(),
             kind,
@@ -372,6 +375,7 @@ mod tests {
             best_score: 0.0,
             domain_score: 0.0,
             terms: Vec::new(),
+            confidence: None,
         }
     }
 
