@@ -11,7 +11,7 @@ use sextant::kb::KnowledgeBase;
 use sextant::llm::{Llm, LoadOptions};
 use sextant::models::{ModelStore, Role};
 use sextant::protocols::navigator::{self, NavigatorResponse};
-use sextant::protocols::{rag, AnswerMode};
+use sextant::protocols::{gap, rag, AnswerMode};
 use sextant::schemas::SchemaId;
 
 /// Lock order: the KB first, then the LLM.
@@ -155,6 +155,44 @@ fn an_extractive_answer_keeps_the_command_as_a_code_block() {
         r.answer
     );
     assert!(r.answer.trim_end().ends_with("```") || r.answer.contains("```\n\n"));
+}
+
+#[test]
+fn a_feature_the_documents_lack_is_named_before_the_answer() {
+    // The sample KB speaks of backups and uploads but never of compressing them: the
+    // question is in its world, in its words, and retrieval finds neighbouring text.
+    let q = "How do I compress old backups before they are uploaded?";
+    for mode in [AnswerMode::Extractive, AnswerMode::Reader] {
+        let r = navigate(q, mode);
+        assert!(!r.sources.is_empty(), "answered from the closest sections");
+        assert!(
+            r.answer.starts_with(gap::NOTE_START) && r.answer.contains("“compress”"),
+            "{mode:?}: {}",
+            r.answer
+        );
+        assert_eq!(r.confidence, "low", "{}", r.confidence_reason);
+        assert!(
+            r.confidence_reason.contains("“compress”"),
+            "{}",
+            r.confidence_reason
+        );
+    }
+    let kb = kb();
+    let (r, report) = rag::prepare(&kb, q, 5, AnswerMode::Extractive)
+        .unwrap()
+        .complete(None)
+        .unwrap();
+    assert!(
+        r.final_answer.starts_with(gap::NOTE_START),
+        "{}",
+        r.final_answer
+    );
+    assert_eq!(report.unmentioned, ["compress"]);
+    drop(kb);
+    // A documented question gets no note, and keeps its level.
+    let r = navigate("How do I roll back a deployment?", AnswerMode::Extractive);
+    assert!(!r.answer.contains(gap::NOTE_START), "{}", r.answer);
+    assert_eq!(r.confidence, "high");
 }
 
 #[test]

@@ -319,7 +319,7 @@ fn print_table(
         args.k
     );
     println!(
-        "{:<32} {:>6} {:>6} {:>6} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "{:<32} {:>6} {:>6} {:>6} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}",
         "format · mode",
         "hit@k",
         "mrr",
@@ -330,6 +330,8 @@ fn print_table(
         "grounded",
         "refused",
         "honesty",
+        "gap",
+        "noted",
         "ood",
         "invented",
         "p50 s",
@@ -339,7 +341,7 @@ fn print_table(
     );
     for (r, f) in &runs {
         println!(
-            "{:<32} {:>6.2} {:>6.2} {:>6.2} {:>8.2} {:>7} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.2} {:>8} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
+            "{:<32} {:>6.2} {:>6.2} {:>6.2} {:>8.2} {:>7} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>5.2} {:>5.2} {:>6.2} {:>8} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
             run_name(r),
             f.hit_at_k,
             f.expected_file_mrr,
@@ -351,6 +353,8 @@ fn print_table(
             f.grounded_share,
             f.answerable_refused,
             f.not_documented_honesty,
+            f.gap_stated,
+            f.answerable_noted,
             f.out_of_domain_accuracy,
             f.invented_answers,
             f.latency_p50_ms / 1e3,

@@ -11,6 +11,9 @@
 //!   occur in the retrieved sections for at least `GROUNDED_MIN_WORDS`;
 //! - **not-documented honesty**: not-documented questions answered with no sources and
 //!   `outOfDomain: false` (RAG: the not-found answer);
+//! - **gap stated**: not-documented questions refused, or answered with the note naming
+//!   what the documentation found does not mention (`protocols::gap`); **noted**:
+//!   answerable questions answered with that note (the price of stating gaps);
 //! - **out-of-domain accuracy**: out-of-domain questions answered `outOfDomain: true`
 //!   with no sources (RAG, whose format has no such field: the not-found answer);
 //! - **invented**: answers citing a file or section the KB lacks, or writing a path,
@@ -23,7 +26,7 @@ use super::{EvalQuestion, QuestionKind};
 use crate::kb::KnowledgeBase;
 use crate::protocols::checks::invented_tokens;
 use crate::protocols::evidence::{content_words, overlap_share, split_sentences};
-use crate::protocols::{rag, Answer, AnswerFormat};
+use crate::protocols::{gap, rag, Answer, AnswerFormat};
 use crate::stats::{mean, percentile, share_mean_interval, wilson_interval};
 
 /// Share of a sentence's content words that must occur in the retrieved sections for the
@@ -107,6 +110,9 @@ pub struct Scored {
     pub terms: Vec<crate::protocols::evidence::coverage::Term>,
     /// The navigator format's confidence level (`high`, `medium`, `low`); None for RAG.
     pub confidence: Option<String>,
+    /// The question's words the answer's note says the documentation found does not
+    /// mention (empty: no note).
+    pub unmentioned: Vec<String>,
 }
 
 /// Scores one answer (given in `latency_ms`, its first words in `first_words_ms`)
@@ -125,6 +131,8 @@ pub fn score(
     }
     .unwrap_or_default()
     .to_string();
+    // The note names words the documents lack on purpose: it is not held to them.
+    let claims = gap::split_note(&text).1;
     let hits = &answer.report.hits;
     let expected = q.file.as_deref().unwrap_or_default();
     let cited_files: Vec<String> = match answer.format {
@@ -165,7 +173,7 @@ pub fn score(
             evidence.push_str(&kb.store().section_text_of(h.key)?);
             evidence.push('\n');
         }
-        for s in split_sentences(&text) {
+        for s in split_sentences(claims) {
             sentences += 1;
             if overlap_share(&content_words(&s), &evidence) >= GROUNDED_MIN_WORDS {
                 grounded_sentences += 1;
@@ -182,7 +190,7 @@ pub fn score(
                 }
             }
         }
-        invented.extend(invented_tokens(&text, &evidence));
+        invented.extend(invented_tokens(claims, &evidence));
     }
     let expected_rank = hits
         .iter()
@@ -213,6 +221,7 @@ pub fn score(
         domain_score: answer.report.domain_score,
         terms: answer.report.terms.clone(),
         confidence: answer.value["confidence"].as_str().map(String::from),
+        unmentioned: answer.report.unmentioned.clone(),
     })
 }
 
@@ -249,6 +258,10 @@ pub struct Figures {
     /// Answerable questions refused (said not documented or out of domain).
     pub answerable_refused: f64,
     pub not_documented_honesty: f64,
+    /// Not-documented questions refused or answered with the gap named.
+    pub gap_stated: f64,
+    /// Answerable questions answered with a note of what the documentation lacks.
+    pub answerable_noted: f64,
     pub out_of_domain_accuracy: f64,
     /// Answers with an invented citation or token.
     pub invented_answers: usize,
@@ -334,6 +347,18 @@ pub fn summarise(scored: &[Scored], format: AnswerFormat) -> Figures {
             answerable,
         ),
         not_documented_honesty: share(honest, not_documented),
+        gap_stated: share(
+            of(QuestionKind::NotDocumented)
+                .filter(|s| s.outcome != Outcome::Answered || !s.unmentioned.is_empty())
+                .count(),
+            not_documented,
+        ),
+        answerable_noted: share(
+            of(QuestionKind::Answerable)
+                .filter(|s| s.outcome == Outcome::Answered && !s.unmentioned.is_empty())
+                .count(),
+            answerable,
+        ),
         out_of_domain_accuracy: share(ood_ok, out_of_domain),
         invented_answers: scored.iter().filter(|s| !s.invented.is_empty()).count(),
         latency_p50_ms: percentile(latencies.clone(), 0.5),
@@ -376,6 +401,7 @@ pub(super) mod tests {
             domain_score: 0.0,
             terms: Vec::new(),
             confidence: None,
+            unmentioned: Vec::new(),
         }
     }
 
@@ -405,6 +431,7 @@ pub(super) mod tests {
         let mut a3 = scored(K::Answerable, O::NotDocumented);
         a3.keyword_share = Some(0.0);
         a3.latency_ms = 200.0;
+        a2.unmentioned = vec!["retention".into()];
         let nd1 = scored(K::NotDocumented, O::NotDocumented);
         let nd2 = scored(K::NotDocumented, O::OutOfDomain);
         let ood1 = scored(K::OutOfDomain, O::OutOfDomain);
@@ -427,6 +454,9 @@ pub(super) mod tests {
         assert!((f.grounded_share - 0.75).abs() < 1e-9);
         assert!((f.answerable_refused - 1.0 / 3.0).abs() < 1e-9);
         assert!((f.not_documented_honesty - 0.5).abs() < 1e-9);
+        // Both not-documented questions were refused (one as out of domain); a2's note.
+        assert!((f.gap_stated - 1.0).abs() < 1e-9);
+        assert!((f.answerable_noted - 1.0 / 3.0).abs() < 1e-9);
         assert!((f.out_of_domain_accuracy - 0.5).abs() < 1e-9);
         assert_eq!(f.invented_answers, 1);
         assert_eq!((f.latency_p50_ms, f.latency_p95_ms), (50.0, 300.0));

@@ -13,6 +13,7 @@ mod ask;
 pub mod checks;
 pub mod evidence;
 pub mod followup;
+pub mod gap;
 pub mod grounded;
 pub mod interview;
 pub mod navigator;

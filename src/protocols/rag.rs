@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::checks::grounding_share;
 use super::evidence::Evidence;
+use super::gap;
 use super::grounded::{extractive_answer, join_sentences};
 use super::reader;
 use super::shared::{gather, grounded_answer, llm_object_watched};
@@ -165,6 +166,17 @@ fn respond(
     } else {
         1.0
     };
+    // What the question asks about and the chunks do not mention is said first (`gap`).
+    let mut response = response;
+    if !is_not_found(&response.final_answer) {
+        let unmentioned = gap::unmentioned_terms(ev, &response.final_answer);
+        if let Some(named) = gap::list(&unmentioned) {
+            response.final_answer =
+                gap::with_note(std::mem::take(&mut response.final_answer), &unmentioned);
+            report.decision += &format!("; the documentation found does not mention {named}");
+            report.unmentioned = unmentioned;
+        }
+    }
     schemas::validate(SchemaId::RagResponse, &serde_json::to_value(&response)?)?;
     report.validation_ms = t.elapsed().as_secs_f64() * 1e3;
     Ok((response, report))

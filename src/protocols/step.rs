@@ -65,6 +65,9 @@ pub struct Report {
     /// Sentences the model wrote that the passages it read do not support, taken out of
     /// the answer (`support`).
     pub removed: Vec<super::support::Removed>,
+    /// The question's words the documentation found does not mention, named in a note
+    /// before the answer (`gap`).
+    pub unmentioned: Vec<String>,
     pub notes: Vec<String>,
     /// The schema handed to the decoder, when the LLM ran.
     pub decoder_schema: Option<Value>,

@@ -29,6 +29,7 @@ use serde_json::{json, Value};
 
 use super::checks::{self, grounding_share};
 use super::evidence::{Evidence, DOMAIN_MIN_SCORE};
+use super::gap;
 use super::grounded::{
     candidates, evidence_listing, extractive_answer, join_sentences, CANDIDATES,
 };
@@ -342,6 +343,13 @@ fn cite(
     check(response, ev, facts, report, Some(level))
 }
 
+fn lowercase_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_lowercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
+}
+
 fn capitalise(s: &str) -> String {
     let mut c = s.chars();
     c.next()
@@ -416,6 +424,20 @@ fn check(
             response
                 .confidence_reason
                 .push_str(&format!(" Lowered: {} failed ({}).", f.rule, f.detail));
+        }
+        // What the question asks about and the documentation found does not mention: said
+        // first, and the answer is at most partial (the seed's low).
+        let unmentioned = gap::unmentioned_terms(ev, &response.answer);
+        if let Some(named) = gap::list(&unmentioned) {
+            response.answer = gap::with_note(std::mem::take(&mut response.answer), &unmentioned);
+            response.confidence_reason = format!(
+                "Low confidence: the question asks about {named}, which the documentation \
+                 found does not mention. Otherwise {}",
+                lowercase_first(&response.confidence_reason)
+            );
+            level = Level::Low;
+            report.decision += &format!("; the documentation found does not mention {named}");
+            report.unmentioned = unmentioned;
         }
         response.confidence = level.name().into();
     }
