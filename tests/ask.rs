@@ -158,41 +158,45 @@ fn an_extractive_answer_keeps_the_command_as_a_code_block() {
 }
 
 #[test]
-fn a_feature_the_documents_lack_is_named_before_the_answer() {
-    // The sample KB speaks of backups and uploads but never of compressing them: the
-    // question is in its world, in its words, and retrieval finds neighbouring text.
-    let q = "How do I compress old backups before they are uploaded?";
-    for mode in [AnswerMode::Extractive, AnswerMode::Reader] {
-        let r = navigate(q, mode);
-        assert!(!r.sources.is_empty(), "answered from the closest sections");
+fn a_small_kb_names_no_gap_from_words_it_lacks_by_chance() {
+    // The note naming what the documentation found does not mention needs a KB large
+    // enough for a word's absence to mean something (the rule itself: protocols::gap
+    // and evidence::coverage unit tests; its figures: docs/EVALUATION.md). The sample
+    // KB's 220 chunks lack everyday words such as "place" and "compress" by chance.
+    assert!(kb().store().vector_count() < 1000);
+    for q in [
+        "When does the weekly on-call handover meeting take place?",
+        "How do I compress old backups before they are uploaded?",
+    ] {
+        let r = navigate(q, AnswerMode::Extractive);
         assert!(
-            r.answer.starts_with(gap::NOTE_START) && r.answer.contains("“compress”"),
-            "{mode:?}: {}",
-            r.answer
+            !r.sources.is_empty(),
+            "{q}: answered from the closest sections"
         );
-        assert_eq!(r.confidence, "low", "{}", r.confidence_reason);
-        assert!(
-            r.confidence_reason.contains("“compress”"),
-            "{}",
-            r.confidence_reason
-        );
+        assert!(!r.answer.contains(gap::NOTE_START), "{q}: {}", r.answer);
     }
     let kb = kb();
-    let (r, report) = rag::prepare(&kb, q, 5, AnswerMode::Extractive)
-        .unwrap()
-        .complete(None)
-        .unwrap();
+    let (r, report) = rag::prepare(
+        &kb,
+        "How do I compress old backups?",
+        5,
+        AnswerMode::Extractive,
+    )
+    .unwrap()
+    .complete(None)
+    .unwrap();
     assert!(
-        r.final_answer.starts_with(gap::NOTE_START),
+        !r.final_answer.contains(gap::NOTE_START),
         "{}",
         r.final_answer
     );
-    assert_eq!(report.unmentioned, ["compress"]);
-    drop(kb);
-    // A documented question gets no note, and keeps its level.
-    let r = navigate("How do I roll back a deployment?", AnswerMode::Extractive);
-    assert!(!r.answer.contains(gap::NOTE_START), "{}", r.answer);
-    assert_eq!(r.confidence, "high");
+    assert!(report.unmentioned.is_empty());
+    // The words were looked up, and "compress" is unknown to the KB: only its size held
+    // the note back.
+    assert!(report
+        .terms
+        .iter()
+        .any(|t| t.word == "compress" && t.chunks == 0 && !t.barely_known));
 }
 
 #[test]

@@ -6,73 +6,16 @@
 //! answer keeps its passages and says, first, which of the question's words they do not
 //! mention; its confidence is then at most low and says why.
 //!
-//! A word is named when all of these hold (chosen on the tuning halves of git-doc and
-//! postgresql, docs/EVALUATION.md):
-//! - it is in the question proper: the last sentence that asks (the sentences before it
-//!   set the scene: "our disks get hammered");
-//! - the KB barely knows it: at most `BARELY_KNOWN_CHUNKS` chunks hold it;
-//! - it is not an adverb or a verb form in -ed / -ing ("freshly", "saturated"): what is
-//!   asked for is named by its nouns;
-//! - neither the passages read nor the answer hold it.
+//! Which words are named is `Evidence::unmentioned_terms` (evidence/coverage.rs).
 
-use super::evidence::{content_words, Evidence};
-use super::followup;
-use super::support::{stem, stems_of};
-
-/// Chunks of the KB holding a word, at most, for the word to count as barely known.
-pub const BARELY_KNOWN_CHUNKS: usize = 2;
+use super::evidence::Evidence;
 
 /// How the note that names the unmentioned words starts; `sextant eval` finds it by this.
 pub const NOTE_START: &str = "Note: the documentation found does not mention";
 
-/// The question's words the documentation found does not speak to (module docs), in the
-/// question's order.
+/// The question's words the documentation found, and `answer`, do not mention.
 pub fn unmentioned_terms(ev: &Evidence, answer: &str) -> Vec<String> {
-    let asked = asking_sentence(followup::own_words(&ev.question));
-    let asked: Vec<String> = content_words(&asked);
-    let answered = stems_of(answer);
-    ev.terms
-        .iter()
-        .filter(|t| {
-            t.chunks <= BARELY_KNOWN_CHUNKS
-                && !t.in_passages
-                && asked.contains(&t.word)
-                && !is_adverb_or_participle(&t.word)
-                && !answered.contains(&stem(&t.word))
-        })
-        .map(|t| t.word.clone())
-        .collect()
-}
-
-/// The last sentence of a question that asks (ends with '?'), else its last sentence.
-fn asking_sentence(question: &str) -> String {
-    let mut sentences: Vec<&str> = Vec::new();
-    let mut start = 0;
-    for (i, c) in question.char_indices() {
-        if matches!(c, '.' | '?' | '!')
-            && question[i + c.len_utf8()..]
-                .chars()
-                .next()
-                .is_none_or(char::is_whitespace)
-        {
-            sentences.push(&question[start..i + c.len_utf8()]);
-            start = i + c.len_utf8();
-        }
-    }
-    if !question[start..].trim().is_empty() {
-        sentences.push(&question[start..]);
-    }
-    sentences
-        .iter()
-        .rev()
-        .find(|s| s.trim_end().ends_with('?'))
-        .or(sentences.last())
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
-}
-
-fn is_adverb_or_participle(word: &str) -> bool {
-    word.len() > 4 && (word.ends_with("ly") || word.ends_with("ed") || word.ends_with("ing"))
+    ev.unmentioned_terms(answer)
 }
 
 /// The note naming `terms`, or None when there are none.
@@ -135,6 +78,7 @@ mod tests {
                     chunks,
                     specific: chunks < 10,
                     in_passages,
+                    barely_known: chunks <= 2,
                 })
                 .collect(),
         }

@@ -70,7 +70,8 @@ impl Service {
         let mut out = json!({
             "format": answer.format, "response": answer.value,
             "citations": citations, "decision": answer.report.decision,
-            "removed": answer.report.removed, "answer_html": answer_html,
+            "removed": answer.report.removed, "unmentioned": answer.report.unmentioned,
+            "answer_html": answer_html,
             "standalone": resolved.query,
         });
         if let Some(AskedIn { id, .. }) = conversation {

@@ -35,6 +35,13 @@ pub const DOMAIN_MIN_SCORE: f64 = 0.69;
 /// 0.4.
 pub const UNKNOWN_SHARE_MIN: f64 = 0.5;
 
+/// Words of the question proper that the documentation found does not mention
+/// (`unmentioned_terms`) from which a question far from the KB's topics is out of domain:
+/// "how do I keep a sourdough starter alive while I travel for two weeks?" names four
+/// (postgresql's tuning half); no answerable or not-documented question of either tuning
+/// half names more than two.
+pub const UNMENTIONED_OUT_OF_DOMAIN: usize = 3;
+
 /// Retrieved chunks the reader is shown, best first: the passages an answer is read from.
 pub const PASSAGES: usize = 3;
 
@@ -236,10 +243,17 @@ impl Evidence {
                 .filter(|t| t.chunks == 0)
                 .map(|t| t.word.as_str())
                 .collect();
-            format!(
-                "no document uses the question's words {}",
-                unknown.join(", ")
-            )
+            if self.terms.len() >= 2 && self.unknown_share() >= UNKNOWN_SHARE_MIN {
+                format!(
+                    "no document uses the question's words {}",
+                    unknown.join(", ")
+                )
+            } else {
+                format!(
+                    "the documentation found does not mention {}",
+                    self.unmentioned_terms("").join(", ")
+                )
+            }
         } else {
             format!("best chunk {:.3} < {ANSWERABLE_MIN_SCORE}", self.best_score)
         }
@@ -262,8 +276,8 @@ impl Evidence {
     /// retrieves passages that score like an answer, but the KB has never seen its subject.
     pub fn words_unknown(&self) -> bool {
         self.domain_score < DOMAIN_MIN_SCORE
-            && self.terms.len() >= 2
-            && self.unknown_share() >= UNKNOWN_SHARE_MIN
+            && ((self.terms.len() >= 2 && self.unknown_share() >= UNKNOWN_SHARE_MIN)
+                || self.unmentioned_terms("").len() >= UNMENTIONED_OUT_OF_DOMAIN)
     }
 }
 
@@ -303,6 +317,7 @@ mod tests {
             chunks,
             specific: chunks < 10,
             in_passages: false,
+            barely_known: chunks <= coverage::BARELY_KNOWN_CHUNKS,
         };
         let ev = |domain_score, terms: Vec<coverage::Term>| Evidence {
             question: "q".into(),
@@ -327,6 +342,55 @@ mod tests {
             term("wal", 300),
         ];
         assert!(ev(0.64, hammered).answerable());
+    }
+
+    #[test]
+    fn a_question_far_from_the_topics_naming_three_things_the_passages_lack_is_out_of_domain() {
+        let term = |word: &str, chunks| coverage::Term {
+            word: word.into(),
+            chunks,
+            specific: true,
+            in_passages: false,
+            barely_known: chunks <= coverage::BARELY_KNOWN_CHUNKS,
+        };
+        let ev = |domain_score, question: &str, terms: Vec<coverage::Term>| Evidence {
+            question: question.into(),
+            hits: Vec::new(),
+            best_score: ANSWERABLE_MIN_SCORE + 0.05,
+            sentences: Vec::new(),
+            domain_score,
+            domain: Domain::default(),
+            unknown_terms: Vec::new(),
+            unretrieved_terms: Vec::new(),
+            terms,
+        };
+        // The KB knows "sourdough" and "travel" once or twice (an example, a setting's
+        // description), so under half the words are unknown; the passages read hold none.
+        let q = "How do I keep a sourdough starter alive while I travel for two weeks?";
+        let words = || {
+            vec![
+                term("sourdough", 0),
+                term("starter", 1),
+                term("alive", 2),
+                term("travel", 2),
+                term("weeks", 30),
+            ]
+        };
+        let far = ev(0.65, q, words());
+        assert_eq!(
+            far.unmentioned_terms(""),
+            ["sourdough", "starter", "alive", "travel"]
+        );
+        assert!(far.out_of_domain());
+        assert!(far
+            .why_unanswerable()
+            .contains("does not mention sourdough"));
+        // Near the topics it is a gap to name, not another domain.
+        assert!(ev(0.72, q, words()).answerable());
+        // Two such words are a feature the documents lack ("per-role", "caps").
+        let q = "Is there a per-role setting that caps the CPU share?";
+        let two = vec![term("per-role", 1), term("caps", 1), term("setting", 400)];
+        assert!(ev(0.65, q, two).answerable());
     }
 
     #[test]
