@@ -310,17 +310,21 @@ pub fn overlap_share(words: &[String], text: &str) -> f64 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_question_in_words_the_kb_never_uses_is_out_of_domain() {
-        let term = |word: &str, chunks| coverage::Term {
+    /// A question's word, held by `chunks` chunks and by none of the passages read.
+    fn term(word: &str, chunks: usize) -> coverage::Term {
+        coverage::Term {
             word: word.into(),
             chunks,
             specific: chunks < 10,
             in_passages: false,
             barely_known: chunks <= coverage::BARELY_KNOWN_CHUNKS,
-        };
-        let ev = |domain_score, terms: Vec<coverage::Term>| Evidence {
-            question: "q".into(),
+        }
+    }
+
+    /// Evidence whose best chunk clears the answerable bar, for `question` and its words.
+    fn scored(domain_score: f64, question: &str, terms: Vec<coverage::Term>) -> Evidence {
+        Evidence {
+            question: question.into(),
             hits: Vec::new(),
             best_score: ANSWERABLE_MIN_SCORE + 0.05,
             sentences: Vec::new(),
@@ -329,7 +333,12 @@ mod tests {
             unknown_terms: Vec::new(),
             unretrieved_terms: Vec::new(),
             terms,
-        };
+        }
+    }
+
+    #[test]
+    fn a_question_in_words_the_kb_never_uses_is_out_of_domain() {
+        let ev = |domain_score, terms| scored(domain_score, "q", terms);
         // "How many grams of butter are in a tablespoon?": no chunk holds any of them.
         let butter = || vec![term("grams", 0), term("butter", 0), term("tablespoon", 0)];
         assert!(ev(0.64, butter()).out_of_domain());
@@ -346,24 +355,7 @@ mod tests {
 
     #[test]
     fn a_question_far_from_the_topics_naming_three_things_the_passages_lack_is_out_of_domain() {
-        let term = |word: &str, chunks| coverage::Term {
-            word: word.into(),
-            chunks,
-            specific: true,
-            in_passages: false,
-            barely_known: chunks <= coverage::BARELY_KNOWN_CHUNKS,
-        };
-        let ev = |domain_score, question: &str, terms: Vec<coverage::Term>| Evidence {
-            question: question.into(),
-            hits: Vec::new(),
-            best_score: ANSWERABLE_MIN_SCORE + 0.05,
-            sentences: Vec::new(),
-            domain_score,
-            domain: Domain::default(),
-            unknown_terms: Vec::new(),
-            unretrieved_terms: Vec::new(),
-            terms,
-        };
+        let ev = scored;
         // The KB knows "sourdough" and "travel" once or twice (an example, a setting's
         // description), so under half the words are unknown; the passages read hold none.
         let q = "How do I keep a sourdough starter alive while I travel for two weeks?";
