@@ -8,15 +8,8 @@
 //!
 //! Which words are named is `Evidence::unmentioned_terms` (evidence/coverage.rs).
 
-use super::evidence::Evidence;
-
 /// How the note that names the unmentioned words starts; `sextant eval` finds it by this.
 pub const NOTE_START: &str = "Note: the documentation found does not mention";
-
-/// The question's words the documentation found, and `answer`, do not mention.
-pub fn unmentioned_terms(ev: &Evidence, answer: &str) -> Vec<String> {
-    ev.unmentioned_terms(answer)
-}
 
 /// The note naming `terms`, or None when there are none.
 pub fn note(terms: &[String]) -> Option<String> {
@@ -60,6 +53,7 @@ pub fn split_note(answer: &str) -> (Option<&str>, &str) {
 mod tests {
     use super::*;
     use crate::protocols::evidence::coverage::Term;
+    use crate::protocols::evidence::Evidence;
 
     fn evidence(question: &str, terms: &[(&str, usize, bool)]) -> Evidence {
         Evidence {
@@ -94,12 +88,11 @@ mod tests {
                 ("wal", 300, true),
             ],
         );
-        assert_eq!(
-            unmentioned_terms(&ev, "Set archive_command."),
-            ["retention"]
-        );
+        assert_eq!(ev.unmentioned_terms("Set archive_command."), ["retention"]);
         // Named by the answer itself: nothing to point out.
-        assert!(unmentioned_terms(&ev, "Retention is not set by the server.").is_empty());
+        assert!(ev
+            .unmentioned_terms("Retention is not set by the server.")
+            .is_empty());
         let answer = with_note("Set archive_command.".into(), &["retention".into()]);
         assert_eq!(
             answer,
@@ -124,7 +117,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            unmentioned_terms(&ev, "Raise checkpoint_completion_target."),
+            ev.unmentioned_terms("Raise checkpoint_completion_target."),
             ["spread"]
         );
         assert_eq!(

@@ -169,7 +169,7 @@ fn respond(
     // What the question asks about and the chunks do not mention is said first (`gap`).
     let mut response = response;
     if !is_not_found(&response.final_answer) {
-        let unmentioned = gap::unmentioned_terms(ev, &response.final_answer);
+        let unmentioned = ev.unmentioned_terms(&response.final_answer);
         if let Some(named) = gap::list(&unmentioned) {
             response.final_answer =
                 gap::with_note(std::mem::take(&mut response.final_answer), &unmentioned);

@@ -427,7 +427,7 @@ fn check(
         }
         // What the question asks about and the documentation found does not mention: said
         // first, and the answer is at most partial (the seed's low).
-        let unmentioned = gap::unmentioned_terms(ev, &response.answer);
+        let unmentioned = ev.unmentioned_terms(&response.answer);
         if let Some(named) = gap::list(&unmentioned) {
             response.answer = gap::with_note(std::mem::take(&mut response.answer), &unmentioned);
             response.confidence_reason = format!(
