@@ -490,6 +490,39 @@ fn an_older_kb_is_migrated_on_open_and_a_newer_one_refused() {
     );
 }
 
+/// A KB being created by one process (an ingest starting) and opened by another at that
+/// moment (`sextant kb stats` polling): the second never empties the first's new keyword
+/// index. It did when a new KB's missing format row was read as format 1 (CI: `ingest
+/// --watch` died and the test waiting for its first document timed out).
+#[test]
+fn a_new_kb_opened_by_a_second_process_keeps_the_first_ones_keyword_index() {
+    let kbdir = tempfile::tempdir().unwrap();
+    let first = KnowledgeBase::open(kbdir.path(), embedder()).unwrap();
+    let db = rusqlite::Connection::open(kbdir.path().join("kb.sqlite")).unwrap();
+    let format: String = db
+        .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(
+        format,
+        sextant::kb::store::FORMAT.to_string(),
+        "a new KB has its format"
+    );
+    // The moment before the first process recorded it.
+    db.execute("DELETE FROM meta WHERE key = 'format'", [])
+        .unwrap();
+    let keywords = kbdir.path().join(sextant::kb::store::KEYWORDS_DIR);
+    let marker = keywords.join("first-process-was-here");
+    std::fs::write(&marker, "").unwrap();
+    let second = KnowledgeBase::open(kbdir.path(), embedder()).unwrap();
+    assert!(
+        marker.exists(),
+        "the second opener emptied the keyword index"
+    );
+    drop((first, second));
+}
+
 /// The keyword index is derived data: deleted or damaged, it is rebuilt from the chunks.
 #[test]
 fn a_lost_or_damaged_keyword_index_is_rebuilt_from_the_chunks() {

@@ -107,6 +107,8 @@ impl Keywords {
                 fresh = true;
                 Self::open_index(&dir)?
             }
+            // Another process made it between the look and the creation.
+            Err(_) if dir.join("meta.json").is_file() => Self::open_index(&dir)?,
             Err(e) => return Err(e),
         };
         index.tokenizers().register(TOKENIZER, analyzer());

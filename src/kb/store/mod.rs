@@ -238,9 +238,12 @@ impl Store {
             ),
             Some(_) => {}
             None => {
+                // A new KB is of the current format from its first row. OR IGNORE: another
+                // process creating the same KB at this moment wrote the same rows.
                 conn.execute(
-                    "INSERT INTO meta (key, value) VALUES ('embedder', ?1), ('dim', ?2)",
-                    params![embedder_name, dim.to_string()],
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('embedder', ?1), ('dim', ?2), \
+                     ('format', ?3)",
+                    params![embedder_name, dim.to_string(), FORMAT.to_string()],
                 )?;
             }
         }
@@ -454,7 +457,13 @@ fn open_keywords(dir: &Path, conn: &Connection) -> Result<keywords::Keywords> {
             dir.display()
         );
     }
-    let migrate = format.unwrap_or(1) < FORMAT;
+    // No format row: a KB from before formats (1) if it holds chunks; one that holds none
+    // is new, and its keyword index may be another process's, just made (an ingest
+    // starting while `sextant kb stats` opens the folder): never emptied.
+    let migrate = match format {
+        Some(f) => f < FORMAT,
+        None => conn.query_row("SELECT EXISTS (SELECT 1 FROM chunks)", [], |r| r.get(0))?,
+    };
     let (keywords, fresh) = keywords::Keywords::open(dir, migrate)?;
     if fresh {
         let chunks: i64 = conn.query_row("SELECT COUNT(*) FROM chunks", [], |r| r.get(0))?;
