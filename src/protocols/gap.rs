@@ -8,6 +8,21 @@
 //!
 //! Which words are named is `Evidence::unmentioned_terms` (evidence/coverage.rs).
 
+use super::evidence::Evidence;
+use super::Report;
+
+/// Puts the note in front of `answer` when the question asks about words neither the
+/// documentation found nor the answer mentions, and records them in `report` (its
+/// `unmentioned` and `decision`). Returns the words as the note lists them.
+pub fn note_unmentioned(ev: &Evidence, answer: &mut String, report: &mut Report) -> Option<String> {
+    let unmentioned = ev.unmentioned_terms(answer);
+    let named = list(&unmentioned)?;
+    *answer = with_note(std::mem::take(answer), &unmentioned);
+    report.decision += &format!("; the documentation found does not mention {named}");
+    report.unmentioned = unmentioned;
+    Some(named)
+}
+
 /// How the note that names the unmentioned words starts; `sextant eval` finds it by this.
 pub const NOTE_START: &str = "Note: the documentation found does not mention";
 

@@ -169,13 +169,7 @@ fn respond(
     // What the question asks about and the chunks do not mention is said first (`gap`).
     let mut response = response;
     if !is_not_found(&response.final_answer) {
-        let unmentioned = ev.unmentioned_terms(&response.final_answer);
-        if let Some(named) = gap::list(&unmentioned) {
-            response.final_answer =
-                gap::with_note(std::mem::take(&mut response.final_answer), &unmentioned);
-            report.decision += &format!("; the documentation found does not mention {named}");
-            report.unmentioned = unmentioned;
-        }
+        gap::note_unmentioned(ev, &mut response.final_answer, &mut report);
     }
     schemas::validate(SchemaId::RagResponse, &serde_json::to_value(&response)?)?;
     report.validation_ms = t.elapsed().as_secs_f64() * 1e3;

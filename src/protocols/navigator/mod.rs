@@ -427,17 +427,13 @@ fn check(
         }
         // What the question asks about and the documentation found does not mention: said
         // first, and the answer is at most partial (the seed's low).
-        let unmentioned = ev.unmentioned_terms(&response.answer);
-        if let Some(named) = gap::list(&unmentioned) {
-            response.answer = gap::with_note(std::mem::take(&mut response.answer), &unmentioned);
+        if let Some(named) = gap::note_unmentioned(ev, &mut response.answer, &mut report) {
             response.confidence_reason = format!(
                 "Low confidence: the question asks about {named}, which the documentation \
                  found does not mention. Otherwise {}",
                 lowercase_first(&response.confidence_reason)
             );
             level = Level::Low;
-            report.decision += &format!("; the documentation found does not mention {named}");
-            report.unmentioned = unmentioned;
         }
         response.confidence = level.name().into();
     }
