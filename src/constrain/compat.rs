@@ -4,6 +4,8 @@
 
 use serde_json::Value;
 
+use super::patterns;
+
 /// Count keywords the grammar engine wants as integers (`2.0` is valid JSON Schema).
 const COUNTS: &[&str] = &[
     "minItems",
@@ -155,18 +157,25 @@ fn rewrite(
         // Without a tuple, additionalItems has no effect.
         obj.remove("additionalItems");
     }
-    // The engine needs the patterns of patternProperties to be disjoint; it cannot tell
-    // for two or more, so they are left to validation.
-    if obj
+    // Named properties take the schemas of the patterns they match; several patterns
+    // (which the engine needs disjoint and cannot check) become one.
+    if let Some(n) = obj
         .get("patternProperties")
         .and_then(Value::as_object)
-        .is_some_and(|p| p.len() > 1)
+        .map(|p| p.len())
     {
-        obj.remove("patternProperties");
-        notes.push(format!(
-            "{}: patternProperties with several patterns (checked by validation)",
-            if at.is_empty() { "/" } else { at }
-        ));
+        let here = if at.is_empty() { "/" } else { at };
+        let merged = patterns::merge_pattern_properties(obj);
+        if n > 1 && merged {
+            notes.push(format!(
+                "{here}: patternProperties with several patterns enforced as one, a key that matches several checked by validation"
+            ));
+        } else if !merged {
+            obj.remove("patternProperties");
+            notes.push(format!(
+                "{here}: patternProperties checked by validation (a pattern the grammar cannot read)"
+            ));
+        }
     }
     // A pattern the grammar's regex engine cannot read (look-around, back-references:
     // ECMA-262 has them, the engine does not) is left to validation, whose regex engine
@@ -179,10 +188,9 @@ fn rewrite(
             };
             let here = if at.is_empty() { "/" } else { at };
             let why = why.trim_start_matches("error: ");
-            // Without its look-around assertions a pattern only admits more: the grammar
-            // keeps that much of it.
-            let looser = without_lookaround(&p);
-            if looser != p && regex::Regex::new(&looser).is_ok() {
+            // Without its look-around assertions, or with a copy of a group for a
+            // back-reference, a pattern only admits more: the grammar keeps that much.
+            if let Some(looser) = patterns::looser(&p) {
                 notes.push(format!(
                     "{here}: pattern {p:?} enforced as {looser:?}, the rest by validation ({why})"
                 ));
@@ -214,64 +222,6 @@ fn rewrite(
             rewrite(sub, &format!("{at}/{key}"), recursive, notes);
         }
     }
-}
-
-/// The pattern with its look-around groups (`(?=…)`, `(?!…)`, `(?<=…)`, `(?<!…)`) taken
-/// out; escapes and character classes are stepped over so their parentheses do not count.
-fn without_lookaround(p: &str) -> String {
-    let chars: Vec<char> = p.chars().collect();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let rest: String = chars[i..chars.len().min(i + 4)].iter().collect();
-        let opens = ["(?<=", "(?<!"].iter().any(|o| rest.starts_with(o))
-            || ["(?=", "(?!"].iter().any(|o| rest.starts_with(o));
-        if !opens {
-            match chars[i] {
-                '\\' => {
-                    out.extend(chars[i..(i + 2).min(chars.len())].iter());
-                    i += 2;
-                }
-                '[' => {
-                    let start = i;
-                    i += 1;
-                    while i < chars.len() && chars[i] != ']' {
-                        i += if chars[i] == '\\' { 2 } else { 1 };
-                    }
-                    i = (i + 1).min(chars.len());
-                    out.extend(chars[start..i].iter());
-                }
-                c => {
-                    out.push(c);
-                    i += 1;
-                }
-            }
-            continue;
-        }
-        // Skip the group, its nested groups, escapes and classes.
-        let mut depth = 0;
-        while i < chars.len() {
-            match chars[i] {
-                '\\' => i += 1,
-                '[' => {
-                    while i < chars.len() && chars[i] != ']' {
-                        i += if chars[i] == '\\' { 2 } else { 1 };
-                    }
-                }
-                '(' => depth += 1,
-                ')' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        i += 1;
-                        break;
-                    }
-                }
-                _ => {}
-            }
-            i += 1;
-        }
-    }
-    out
 }
 
 /// `#/…/items/N/…` → `#/…/prefixItems/N/…` (a tuple member is now under prefixItems).
@@ -312,7 +262,10 @@ mod tests {
         );
         assert_eq!(g["properties"]["tags"]["maxItems"], json!(2));
         assert_eq!(g["properties"]["tags"]["items"]["minLength"], json!(1));
-        assert!(g.get("patternProperties").is_none());
+        assert_eq!(
+            g["patternProperties"],
+            json!({"(?:^a)|(?:^b)": {"anyOf": [{}, {}]}})
+        );
         assert_eq!(notes.len(), 1);
         let (g, _) = for_grammar(&json!({"items": [{"type": "integer"}, {"$ref": "#/items/0"}]}));
         assert_eq!(g["prefixItems"][1]["$ref"], json!("#/prefixItems/0"));
@@ -325,10 +278,9 @@ mod tests {
             json!({"type": "string", "pattern": "^[a-z0-9]{8}$", "maxLength": 8})
         );
         assert!(notes[0].contains("look-around"), "{notes:?}");
-        assert_eq!(without_lookaround(r"a(?<=\)b)[(?=]c"), r"a[(?=]c");
-        // A back-reference has no looser form the engine reads: validation only.
-        let (g, _) = for_grammar(&json!({"type": "string", "pattern": r"^(a)\1$"}));
-        assert!(g.get("pattern").is_none());
+        // A back-reference: a copy of its group, the rest by validation.
+        let (g, _) = for_grammar(&json!({"type": "string", "pattern": r"^(a+)\1$"}));
+        assert_eq!(g["pattern"], json!("^(a+)(?:a+)$"));
         // Keywords beside a recursive $ref: left to validation (the engine refuses them);
         // beside a plain one they stay.
         let (g, notes) = for_grammar(&json!({

@@ -8,6 +8,7 @@ pub mod compat;
 pub mod conflicts;
 pub mod narrow;
 pub mod one_of;
+mod patterns;
 pub mod validate;
 
 use std::sync::Arc;

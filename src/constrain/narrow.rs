@@ -300,18 +300,21 @@ fn type_from_keywords(obj: &mut Map<String, Value>, at: &str, notes: &mut Vec<St
 /// open to any value), when that cannot make it unsatisfiable.
 fn close(obj: &mut Map<String, Value>, at: &str, notes: &mut Vec<String>) {
     // Open by default, or said to be open to anything: extra properties are never needed.
-    match obj.get("additionalProperties") {
-        None | Some(Value::Bool(true)) => {}
-        Some(Value::Object(o)) if o.is_empty() => {}
+    // Already closed: only keys a pattern admits may be left to drop.
+    let closed = match obj.get("additionalProperties") {
+        None | Some(Value::Bool(true)) => false,
+        Some(Value::Object(o)) if o.is_empty() => false,
+        Some(Value::Bool(false)) if obj.contains_key("patternProperties") => true,
         Some(_) => return,
-    }
+    };
     let empty = Map::new();
     let props = match obj.get("properties") {
         Some(Value::Object(p)) => p,
         // A free-form object inside another: written as `{}`. At the top (JSON mode's
         // `{"type": "object"}`) it stays free.
-        None if !at.is_empty()
-            && !obj.contains_key("patternProperties")
+        // Or keys only patterns admit, and nothing requires one: their names have no
+        // length bound a small model stops at, and `{}` is valid.
+        None if (!at.is_empty() || obj.contains_key("patternProperties"))
             && obj
                 .get("minProperties")
                 .and_then(Value::as_u64)
@@ -336,6 +339,13 @@ fn close(obj: &mut Map<String, Value>, at: &str, notes: &mut Vec<String>) {
         .and_then(Value::as_u64)
         .is_none_or(|n| n as usize <= props.len());
     if required_listed && reachable {
+        // Keys only a pattern admits are never needed either (the named ones already
+        // carry the schemas of the patterns they match: `compat`), and their names have
+        // no length bound a small model stops at.
+        obj.remove("patternProperties");
+        if closed {
+            return;
+        }
         obj.insert("additionalProperties".into(), Value::Bool(false));
         notes.push(format!(
             "{}: closed to its listed properties (additionalProperties: false)",
@@ -374,6 +384,39 @@ mod tests {
             ),
             (&json!(-NUMBER_LIMIT), &json!(5), &json!(NUMBER_STEP))
         );
+    }
+
+    #[test]
+    fn pattern_keys_are_dropped_where_the_listed_names_suffice() {
+        for closed in [json!(true), json!(false)] {
+            let mut s = json!({
+                "type": "object",
+                "required": ["x_id"],
+                "properties": {"x_id": {"type": "string"}},
+                "patternProperties": {"^x_": {"type": "string"}},
+                "additionalProperties": closed
+            });
+            narrow(&mut s);
+            assert!(s.get("patternProperties").is_none(), "{s}");
+            assert_eq!(s["additionalProperties"], false);
+        }
+        // Nothing listed, nothing required: an empty object.
+        let mut s = json!({"type": "object", "patternProperties": {"^x_": {"type": "string"}}});
+        narrow(&mut s);
+        assert_eq!(s, json!({"type": "object", "additionalProperties": false}));
+        // A required name no listed property supplies, or a least count: the patterns stay.
+        for need in [json!({"required": ["x_id"]}), json!({"minProperties": 1})] {
+            let mut s = json!({
+                "type": "object",
+                "patternProperties": {"^x_": {"type": "string"}},
+                "additionalProperties": false
+            });
+            s.as_object_mut()
+                .unwrap()
+                .extend(need.as_object().unwrap().clone());
+            narrow(&mut s);
+            assert!(s.get("patternProperties").is_some(), "{s}");
+        }
     }
 
     #[test]

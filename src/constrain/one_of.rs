@@ -7,7 +7,9 @@
 //! - an object branch must also hold a property another branch types, written with a
 //!   type that branch rejects (`"age": "…"` against `"age": {"type": "integer"}`), unless
 //!   the other branch requires a property this one never writes (it fails already);
-//! - an array branch must stay below another branch's `minItems` or above its `maxItems`.
+//! - an array branch must stay below another branch's `minItems` or above its `maxItems`;
+//! - a number or integer branch must stay below another's lower bound (or above its
+//!   upper one) where its own range reaches past it.
 //!
 //! The additions only narrow the grammar's copy; the validator still checks the caller's
 //! schema, so a guess that does not separate the branches costs a try, never validity.
@@ -157,6 +159,10 @@ fn exclusive(branches: &[Value], i: usize, open: bool) -> Value {
                 }
             }
         }
+        let numeric = |s: &Map<String, Value>| is(s, "number") || is(s, "integer");
+        if numeric(obj) && numeric(other) {
+            separate_ranges(obj, other);
+        }
         if is(obj, "array") && is(other, "array") {
             let own_min = obj.get("minItems").and_then(Value::as_u64).unwrap_or(0);
             let own_max = obj.get("maxItems").and_then(Value::as_u64);
@@ -174,12 +180,82 @@ fn exclusive(branches: &[Value], i: usize, open: bool) -> Value {
     own
 }
 
+/// A numeric branch kept outside another's range where its own reaches past it: below
+/// the other's lower bound, or else above its upper bound.
+fn separate_ranges(obj: &mut Map<String, Value>, other: &Map<String, Value>) {
+    let bound = |s: &Map<String, Value>, k: &str| s.get(k).and_then(Value::as_f64);
+    let own_lo = bound(obj, "minimum")
+        .into_iter()
+        .chain(bound(obj, "exclusiveMinimum"))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let own_hi = bound(obj, "maximum")
+        .into_iter()
+        .chain(bound(obj, "exclusiveMaximum"))
+        .fold(f64::INFINITY, f64::min);
+    let (lo, lo_exclusive) = match (bound(other, "minimum"), bound(other, "exclusiveMinimum")) {
+        (Some(m), _) => (Some(m), false),
+        (None, Some(m)) => (Some(m), true),
+        _ => (None, false),
+    };
+    let (hi, hi_exclusive) = match (bound(other, "maximum"), bound(other, "exclusiveMaximum")) {
+        (Some(m), _) => (Some(m), false),
+        (None, Some(m)) => (Some(m), true),
+        _ => (None, false),
+    };
+    // A whole bound written as an integer (an integer branch's grammar wants one).
+    let number = |m: f64| {
+        if m.fract() == 0.0 && m.abs() < 9.0e15 {
+            json!(m as i64)
+        } else {
+            json!(m)
+        }
+    };
+    if let Some(m) = lo.filter(|m| own_lo < *m && own_hi >= *m) {
+        // Below what the other admits: under an inclusive bound, at most an exclusive one.
+        let key = if lo_exclusive {
+            "maximum"
+        } else {
+            "exclusiveMaximum"
+        };
+        obj.remove("maximum");
+        obj.remove("exclusiveMaximum");
+        obj.insert(key.into(), number(m));
+    } else if let Some(m) = hi.filter(|m| own_hi > *m && own_lo <= *m) {
+        let key = if hi_exclusive {
+            "minimum"
+        } else {
+            "exclusiveMinimum"
+        };
+        obj.remove("minimum");
+        obj.remove("exclusiveMinimum");
+        obj.insert(key.into(), number(m));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn valid(schema: &Value, v: &Value) -> bool {
         jsonschema::validator_for(schema).unwrap().is_valid(v)
+    }
+
+    #[test]
+    fn numeric_branches_are_told_apart_by_a_range_the_other_rejects() {
+        let schema = json!({"oneOf": [{"type": "number", "minimum": 0}, {"type": "integer"}]});
+        let mut narrowed = schema.clone();
+        crate::constrain::narrow::narrow(&mut narrowed);
+        let g = branch_grammars(&narrowed, &schema);
+        // The integer branch stays below the number branch's least value.
+        let second = &g[1].0["anyOf"][0];
+        assert_eq!(second["exclusiveMaximum"], json!(0), "{second}");
+        assert!(second.get("maximum").is_none());
+        assert!(valid(&schema, &json!(-3)) && !valid(second, &json!(3)));
+        // Ranges apart already: nothing added.
+        let apart = json!({"oneOf": [{"type": "integer", "maximum": 5}, {"type": "integer", "minimum": 6}]});
+        let g = branch_grammars(&apart, &apart);
+        assert_eq!(g[0].0["anyOf"][0], apart["oneOf"][0]);
+        assert_eq!(g[1].0["anyOf"][0], apart["oneOf"][1]);
     }
 
     #[test]

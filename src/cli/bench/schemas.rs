@@ -1,5 +1,6 @@
 //! `sextant bench schemas DIR`: each schema in DIR decoded once; the share that gives a
-//! valid object, and the reason for each that does not.
+//! valid object (or, for a corpus entry marked `unsatisfiable`, an error that names its
+//! conflict), and the reason for each that does not.
 
 use std::path::Path;
 use std::time::Instant;
@@ -11,8 +12,9 @@ use sextant::llm::Llm;
 use sextant::structured::{generate_structured, schema_request};
 
 /// The schemas of a folder: each `*.json` is a schema, or a corpus file with
-/// `{"schemas": [{"file", "description", "schema"}]}`.
-fn load(dir: &Path) -> Result<Vec<(String, Value)>> {
+/// `{"schemas": [{"file", "description", "schema", "unsatisfiable"?}]}`: a label, the
+/// schema, and the words an unsatisfiable one's error must hold.
+fn load(dir: &Path) -> Result<Vec<(String, Value, Option<String>)>> {
     let mut out = Vec::new();
     let mut paths: Vec<_> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read {}", dir.display()))?
@@ -37,10 +39,11 @@ fn load(dir: &Path) -> Result<Vec<(String, Value)>> {
                         s["file"].as_str().unwrap_or(""),
                         s["description"].as_str().unwrap_or("")
                     );
-                    out.push((label, s["schema"].clone()));
+                    let conflict = s["unsatisfiable"].as_str().map(str::to_string);
+                    out.push((label, s["schema"].clone(), conflict));
                 }
             }
-            None => out.push((name, doc)),
+            None => out.push((name, doc, None)),
         }
     }
     Ok(out)
@@ -48,13 +51,16 @@ fn load(dir: &Path) -> Result<Vec<(String, Value)>> {
 
 pub fn run_schemas(llm: &mut Llm, dir: &Path, max_tokens: usize) -> Result<()> {
     let schemas = load(dir)?;
-    let (mut valid, mut retried) = (0, 0);
+    let (mut valid, mut retried, mut named) = (0, 0, 0);
     let mut reasons: std::collections::BTreeMap<&'static str, usize> = Default::default();
     let start = Instant::now();
-    for (label, schema) in &schemas {
+    for (label, schema, conflict) in &schemas {
         let description = label.rsplit(" › ").next().unwrap_or_default();
         let req = schema_request(schema, description, max_tokens);
         match generate_structured(llm, &req, &mut |_| {}) {
+            Err(e) if conflict.as_ref().is_some_and(|c| e.to_string().contains(c)) => {
+                named += 1;
+            }
             Ok(out) => {
                 valid += 1;
                 retried += (out.attempts > 1) as usize;
@@ -69,10 +75,12 @@ pub fn run_schemas(llm: &mut Llm, dir: &Path, max_tokens: usize) -> Result<()> {
             }
         }
     }
+    let unsatisfiable = schemas.iter().filter(|s| s.2.is_some()).count();
     println!(
-        "{valid}/{} valid ({:.1}%) at --max-tokens {max_tokens}, {retried} after a retry; 0 invalid accepted (every object is validated); {:.0} s",
+        "{}/{} right ({:.1}%) at --max-tokens {max_tokens}: {valid} valid, {retried} of them after a retry; {named}/{unsatisfiable} unsatisfiable with the conflict named; 0 invalid accepted (every object is validated); {:.0} s",
+        valid + named,
         schemas.len(),
-        valid as f64 * 100.0 / schemas.len().max(1) as f64,
+        (valid + named) as f64 * 100.0 / schemas.len().max(1) as f64,
         start.elapsed().as_secs_f64()
     );
     for (kind, n) in reasons {
