@@ -224,3 +224,130 @@ fn importing_a_users_gguf_makes_it_loadable_by_name() {
         .iter()
         .any(|s| s.name == "my-smol" && s.state == "verified"));
 }
+
+/// A GGUF whose one tensor has GGML type `code` (16: IQ2_XXS, which candle cannot read).
+fn gguf_with_tensor_type(code: u32) -> Vec<u8> {
+    let string = |s: &str| [&(s.len() as u64).to_le_bytes()[..], s.as_bytes()].concat();
+    let mut out = b"GGUF".to_vec();
+    out.extend(3u32.to_le_bytes());
+    out.extend(1u64.to_le_bytes()); // tensors
+    out.extend(1u64.to_le_bytes()); // metadata entries
+    out.extend(string("general.architecture"));
+    out.extend(8u32.to_le_bytes()); // a string value
+    out.extend(string("llama"));
+    out.extend(string("blk.0.attn_q.weight"));
+    out.extend(1u32.to_le_bytes());
+    out.extend(256u64.to_le_bytes());
+    out.extend(code.to_le_bytes());
+    out.extend(0u64.to_le_bytes());
+    out.resize(out.len().div_ceil(32) * 32 + 66, 0);
+    out
+}
+
+/// The desktop's model list through the service: each model with its family,
+/// quantization and purpose, the one in use; a file the engine cannot run is refused
+/// naming why; an imported GGUF is listed and can be switched to; the embedder cannot
+/// be picked as the answer model.
+#[test]
+fn the_service_lists_imports_and_switches_models() {
+    use sextant::service::{OpenOptions, Request, Service};
+    let tmp = tempfile::tempdir().unwrap();
+    // A store of its own (imports land here, not in the user's), holding the default
+    // models through links.
+    let user = ModelStore::open(None);
+    let store_dir = tmp.path().join("store");
+    std::fs::create_dir(&store_dir).unwrap();
+    for spec in sextant::models::manifest() {
+        let real = user.model_dir(&spec.name);
+        if real.exists() {
+            std::os::unix::fs::symlink(&real, store_dir.join(&spec.name)).unwrap();
+        }
+    }
+    let store = ModelStore::open(Some(store_dir.clone()));
+    let svc = Service::open(
+        &store,
+        &OpenOptions {
+            kb: Some(tmp.path().join("kb").display().to_string()),
+            llm: Some(ENGINE_LLM.into()),
+            lazy_llm: true,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    let call = |v: Value| svc.handle(Request::from_json(v).unwrap());
+    let listed = call(serde_json::json!({"op": "models"})).unwrap();
+    let find = |v: &Value, name: &str| {
+        v["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} not listed: {v}"))
+    };
+    let smol = find(&listed, ENGINE_LLM);
+    assert_eq!(
+        (&smol["family"], &smol["quantization"], &smol["in_use"]),
+        (
+            &Value::from("llama"),
+            &Value::from("Q4_1"),
+            &Value::from(true)
+        )
+    );
+    assert!(smol["purpose"].as_str().unwrap().starts_with("fast"));
+    let reader = find(&listed, "qwen2.5-coder-0.5b-instruct");
+    assert_eq!(
+        (
+            &reader["family"],
+            &reader["quantization"],
+            &reader["in_use"]
+        ),
+        (
+            &Value::from("qwen2"),
+            &Value::from("Q4_K_M"),
+            &Value::from(false)
+        )
+    );
+    assert!(reader["bytes"].as_u64().unwrap() > 400_000_000);
+    let embedder = find(&listed, "all-minilm-l6-v2");
+    assert_eq!(
+        (&embedder["family"], &embedder["in_use"]),
+        (&Value::from("bert"), &Value::from(true))
+    );
+
+    // Refusals name the file and the reason.
+    let iq2 = tmp.path().join("iq2.gguf");
+    std::fs::write(&iq2, gguf_with_tensor_type(16)).unwrap();
+    let err = call(serde_json::json!({"op": "import_model", "path": iq2}))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("IQ2_XXS") && err.contains("cannot run") && err.contains("Q4_K"),
+        "{err}"
+    );
+    let err = call(serde_json::json!({"op": "import_model", "path": "smol.gguf"}))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("absolute path"), "{err}");
+    let err = call(serde_json::json!({"op": "use_model", "name": "all-minilm-l6-v2"}))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("has the role embedding"), "{err}");
+
+    // A user's own GGUF: imported, listed, switched to.
+    let imported = call(serde_json::json!({
+        "op": "import_model", "path": model().main_file(), "name": "my-smol"
+    }))
+    .unwrap();
+    assert_eq!(imported["imported"], "my-smol");
+    let mine = find(&imported, "my-smol");
+    assert!(mine["purpose"].as_str().unwrap().starts_with("imported"));
+    assert_eq!(mine["state"], "verified");
+    assert!(store_dir.join("my-smol").is_dir());
+    let used = call(serde_json::json!({"op": "use_model", "name": "my-smol"})).unwrap();
+    assert_eq!(used["llm"], "my-smol");
+    assert_eq!(find(&used, "my-smol")["in_use"], true);
+    assert_eq!(find(&used, ENGINE_LLM)["in_use"], false);
+    let health = call(serde_json::json!({"op": "health"})).unwrap();
+    assert_eq!(health["llm"], "my-smol");
+}

@@ -1,4 +1,4 @@
-// Sextant web UI bootstrap: screen switching, the health line, and wiring of the five
+// Sextant web UI bootstrap: screen switching, the health line, and wiring of the six
 // screens in screens/ over the local API (see docs/API.md). All engine calls go through
 // client.js.
 import { api, inTauri, setToken } from "./client.js";
@@ -7,9 +7,10 @@ import { setupAsk } from "./screens/ask.js";
 import { setupInterview } from "./screens/interview.js";
 import { loadKb, setupLibrary, showFirstRun } from "./screens/library.js";
 import { openReader, setupReader } from "./screens/reader.js";
+import { loadModels, setupModels } from "./screens/models.js";
 import { enterRouter, setupRouter } from "./screens/router.js";
 
-const SCREENS = ["library", "ask", "reader", "interview", "router"];
+const SCREENS = ["library", "ask", "reader", "interview", "router", "models"];
 
 function show(name) {
   if (!SCREENS.includes(name)) name = "library";
@@ -23,6 +24,7 @@ function show(name) {
   document.body.dataset.screen = name;
   if (location.hash !== `#${name}`) history.replaceState(null, "", `#${name}`);
   if (name === "router") enterRouter();
+  if (name === "models") run(null, loadModels);
 }
 
 /** The engine's health line; when it cannot start (the desktop app without its models), the
@@ -68,6 +70,7 @@ function init() {
   setupReader(show);
   setupInterview();
   setupRouter();
+  setupModels(health);
 
   show(location.hash.slice(1) || "library");
   run(null, async () => {

@@ -9,6 +9,7 @@
 //                                            pieces arrive on the channel
 //   invoke("ask_stop", {id})             -> stops that answer
 //   invoke("pick_folder")                -> the folder chosen in the system's chooser, or null
+//   invoke("pick_model_file")            -> the GGUF file chosen in the system's chooser, or null
 //   event "tauri://drag-drop" {paths}    -> folders dropped on the window
 //   invoke("ingest", {path, images})     -> progress arrives as events
 //       "ingest://progress" {done, total, file}
@@ -30,6 +31,9 @@ const ROUTE_OPS = {
   "POST /api/kbs/rename": "rename_kb",
   "POST /api/kbs/remove": "remove_kb",
   "POST /api/kbs/watch": "watch_kb",
+  "GET /api/models": "models",
+  "POST /api/models/use": "use_model",
+  "POST /api/models/import": "import_model",
   "GET /api/document": "document",
   "GET /api/document/file": "document_file",
   "POST /api/document/remove": "remove_document",
@@ -186,6 +190,17 @@ export async function pickFolder() {
     return await t.core.invoke("pick_folder");
   } catch (e) {
     throw toError(e, "the folder chooser failed");
+  }
+}
+
+/** Desktop only: the system's file chooser for a GGUF model; the chosen path, or null. */
+export async function pickModelFile() {
+  const t = tauri();
+  if (!t) throw new Error("Choosing a file needs the desktop app; type its full path here.");
+  try {
+    return await t.core.invoke("pick_model_file");
+  } catch (e) {
+    throw toError(e, "the file chooser failed");
   }
 }
 

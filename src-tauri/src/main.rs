@@ -209,6 +209,31 @@ async fn pick_folder(app: tauri::AppHandle) -> Result<Option<String>, Value> {
     Ok(path)
 }
 
+/// The system's file chooser for a model file (GGUF); the chosen file's path, or None
+/// when the user cancels. The engine checks and imports it (`import_model`).
+#[tauri::command]
+async fn pick_model_file(app: tauri::AppHandle) -> Result<Option<String>, Value> {
+    use tauri_plugin_dialog::DialogExt;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut chooser = app
+        .dialog()
+        .file()
+        .set_title("Import a model (GGUF file)")
+        .add_filter("GGUF model", &["gguf"]);
+    if let Some(home) = std::env::var_os("HOME") {
+        chooser = chooser.set_directory(home);
+    }
+    chooser.pick_file(move |file| {
+        let _ = tx.send(file);
+    });
+    let picked = tauri::async_runtime::spawn_blocking(move || rx.recv().ok().flatten())
+        .await
+        .map_err(task_failed)?;
+    Ok(picked
+        .and_then(|f| f.into_path().ok())
+        .map(|p| p.display().to_string()))
+}
+
 /// Ingests a folder; progress as `ingest://progress`, then `ingest://done` or
 /// `ingest://error` (the same payloads as the server's event stream).
 #[tauri::command]
@@ -282,7 +307,8 @@ fn main() {
             ingest,
             ask_stream,
             ask_stop,
-            pick_folder
+            pick_folder,
+            pick_model_file
         ])
         .run(tauri::generate_context!())
         .unwrap_or_else(|e| {

@@ -326,6 +326,7 @@ mod tests {
                 parts,
             }],
             imported_from: None,
+            purpose: None,
         }
     }
 

@@ -27,12 +27,56 @@ pub struct GgufFile {
     len: u64,
 }
 
+/// The tensor types candle (and so the runtime) reads.
+const SUPPORTED_TYPES: &str =
+    "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K";
+
 /// What `models import` and `models list` show of a GGUF file.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct GgufSummary {
     pub architecture: String,
+    /// The file's quantization as llama.cpp names it (`general.file_type`), else the
+    /// type most of its tensors have.
+    pub quantization: String,
     pub tensors: usize,
     pub bytes: u64,
+}
+
+/// GGML tensor type codes (ggml.h `ggml_type`) by name, for messages.
+fn ggml_type_name(code: u32) -> String {
+    const NAMES: &[&str] = &[
+        "F32", "F16", "Q4_0", "Q4_1", "Q4_2", "Q4_3", "Q5_0", "Q5_1", "Q8_0", "Q8_1", "Q2_K",
+        "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL",
+        "IQ3_S", "IQ2_S", "IQ4_XS", "I8", "I16", "I32", "I64", "F64", "IQ1_M", "BF16", "Q4_0_4_4",
+        "Q4_0_4_8", "Q4_0_8_8", "TQ1_0", "TQ2_0",
+    ];
+    NAMES
+        .get(code as usize)
+        .map_or_else(|| format!("#{code}"), |n| n.to_string())
+}
+
+/// llama.cpp's `general.file_type` (`llama_ftype`) by name.
+fn file_type_name(code: u32) -> Option<&'static str> {
+    Some(match code {
+        0 => "F32",
+        1 => "F16",
+        2 => "Q4_0",
+        3 => "Q4_1",
+        7 => "Q8_0",
+        8 => "Q5_0",
+        9 => "Q5_1",
+        10 => "Q2_K",
+        11 => "Q3_K_S",
+        12 => "Q3_K_M",
+        13 => "Q3_K_L",
+        14 => "Q4_K_S",
+        15 => "Q4_K_M",
+        16 => "Q5_K_S",
+        17 => "Q5_K_M",
+        18 => "Q6_K",
+        32 => "BF16",
+        _ => return None,
+    })
 }
 
 impl GgufFile {
@@ -52,10 +96,25 @@ impl GgufFile {
         }
         reader.seek(SeekFrom::Start(0))?;
         let content = Content::read(&mut reader).map_err(|e| {
-            anyhow!(
-                "{} is not a readable GGUF file ({e}); it may be truncated — fetch or copy it again",
-                path.display()
-            )
+            let e = e.to_string();
+            let unknown = e
+                .split_once("unknown dtype for tensor ")
+                .map(|(_, code)| code.split_whitespace().next().unwrap_or_default());
+            match unknown {
+                // A tensor type the runtime has no kernel for (the IQ and TQ families).
+                Some(code) => anyhow!(
+                    "{}: its weights use the GGML type {} ({code}), which Sextant cannot run \
+                     (supported: {}); convert the model to one of those, e.g. Q4_K_M or Q8_0 \
+                     with llama.cpp's llama-quantize",
+                    path.display(),
+                    ggml_type_name(code.trim().parse().unwrap_or(u32::MAX)),
+                    SUPPORTED_TYPES
+                ),
+                None => anyhow!(
+                    "{} is not a readable GGUF file ({e}); it may be truncated — fetch or copy it again",
+                    path.display()
+                ),
+            }
         })?;
         for (name, info) in &content.tensor_infos {
             let elems = info.shape.elem_count();
@@ -124,8 +183,22 @@ impl GgufFile {
     }
 
     pub fn summary(&self) -> Result<GgufSummary> {
+        let quantization = match self.u32("general.file_type").ok().and_then(file_type_name) {
+            Some(name) => name.to_string(),
+            None => {
+                let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+                for info in self.content.tensor_infos.values() {
+                    *counts.entry(format!("{:?}", info.ggml_dtype)).or_default() += 1;
+                }
+                counts
+                    .into_iter()
+                    .max_by_key(|(_, n)| *n)
+                    .map_or_else(|| "none".into(), |(t, _)| t.to_uppercase())
+            }
+        };
         Ok(GgufSummary {
             architecture: self.architecture()?,
+            quantization,
             tensors: self.content.tensor_infos.len(),
             bytes: self.len,
         })

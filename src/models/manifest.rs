@@ -71,6 +71,10 @@ pub struct ModelSpec {
     /// Where an imported model came from (informational).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<String>,
+    /// What the model is for, as the desktop's model list shows it: a word ("reader",
+    /// "fast", "embedder"), a colon, and what that means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<String>,
 }
 
 impl ModelSpec {

@@ -10,6 +10,7 @@
 //! (`<file>.verified`: size, mtime, sha256) lets later loads skip re-hashing an unchanged
 //! file; any change of size or mtime forces a full hash again.
 
+mod catalog;
 mod fetch;
 pub mod gguf;
 mod manifest;
@@ -22,6 +23,7 @@ use std::time::UNIX_EPOCH;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub use catalog::ModelEntry;
 pub use fetch::PullReport;
 pub use manifest::{manifest, FileSpec, ModelSpec, PartSpec, Role, MANIFEST_TOML};
 
@@ -169,7 +171,7 @@ impl ModelStore {
         };
         if spec.role != role {
             return Err(ModelError::Invalid(format!(
-                "model '{}' is a {} model, not a {role} model",
+                "model '{}' has the role {}, not {role}",
                 spec.name, spec.role
             )));
         }
@@ -360,6 +362,7 @@ impl ModelStore {
             optional: false,
             files: specs,
             imported_from: Some(source.display().to_string()),
+            purpose: None,
         };
         let record = toml::to_string(&spec).map_err(|e| ModelError::Invalid(e.to_string()))?;
         fs::write(tmp.path().join(IMPORT_RECORD), record)

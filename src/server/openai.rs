@@ -25,7 +25,7 @@ use super::{blocking, json_body, App, Failure, Reply};
 pub(super) async fn models(State(app): State<App>) -> Json<Value> {
     let model =
         |id: &str| json!({"id": id, "object": "model", "created": 0, "owned_by": "sextant"});
-    let mut data = vec![model(app.svc.llm_name()), model(&app.svc.embedder.name)];
+    let mut data = vec![model(&app.svc.llm_name()), model(&app.svc.embedder.name)];
     data.extend(super::grounded::MODELS.iter().map(|(name, _)| model(name)));
     Json(json!({"object": "list", "data": data}))
 }
@@ -59,8 +59,8 @@ pub(super) async fn chat(State(app): State<App>, body: Result<Bytes, BytesReject
     if let Some(format) = super::grounded::format_of(&asked) {
         return super::grounded::chat(app, body, &asked, format, id, created).await;
     }
-    let (req, stream) = parse_chat_request(&body, app.svc.llm_name())?;
-    let model = app.svc.llm_name().to_string();
+    let (req, stream) = parse_chat_request(&body, &app.svc.llm_name())?;
+    let model = app.svc.llm_name();
     let svc = app.svc.clone();
     // Dropped with this request (the client went away): generation stops at the next token.
     let guard = CancelOnDrop::new();

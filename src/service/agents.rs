@@ -105,7 +105,7 @@ impl Service {
         opts: InterviewOptions,
     ) -> Result<(String, PathBuf), ServiceError> {
         let iv = match file {
-            InterviewFile::New(path) => Interview::create(path, &self.llm_name, opts)?,
+            InterviewFile::New(path) => Interview::create(path, &self.llm_name(), opts)?,
             InterviewFile::Resume(path) => Interview::resume(path, opts)
                 .map_err(|e| ServiceError::NotFound(format!("{e:#}")))?,
         };
@@ -179,7 +179,7 @@ impl Service {
             }
             None => {
                 let (id, path) = interview::new_session_path(&self.kb_dir().join("interviews"));
-                let iv = Interview::create(&path, &self.llm_name, InterviewOptions::default())?;
+                let iv = Interview::create(&path, &self.llm_name(), InterviewOptions::default())?;
                 self.interviews_lock().insert(id.clone(), iv);
                 id
             }

@@ -23,6 +23,7 @@ mod kbs;
 mod library;
 mod live;
 mod model;
+mod models;
 mod request;
 mod sample;
 mod section;
@@ -30,7 +31,7 @@ mod section;
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use serde_json::{json, Value};
@@ -107,9 +108,12 @@ pub struct Service {
     me: Weak<Service>,
     live: live::Live,
     llm: Mutex<LlmSlot>,
-    llm_name: String,
-    /// Fixed at start (read without the LLM's lock, which a generation holds).
-    llm_available: bool,
+    /// The LLM's name (it changes when a person picks another model).
+    llm_name: Mutex<String>,
+    /// Read without the LLM's lock, which a generation holds.
+    llm_available: AtomicBool,
+    /// Where the models come from: listed, imported and switched to by name.
+    store: crate::models::ModelStore,
     pub embedder: Arc<Embedder>,
     waiting: AtomicUsize,
     /// Generations stopped because their client went away.
@@ -122,19 +126,27 @@ pub struct Service {
 impl Service {
     pub fn new(config: ServiceConfig, kb: KnowledgeBase, llm: Llm) -> Self {
         let name = llm.name.clone();
-        Self::with_slot(config, kb, LlmSlot::Loaded(Box::new(llm)), name)
+        let store = crate::models::ModelStore::open(None);
+        Self::with_slot(config, kb, LlmSlot::Loaded(Box::new(llm)), name, store)
     }
 
-    fn with_slot(config: ServiceConfig, kb: KnowledgeBase, llm: LlmSlot, llm_name: String) -> Self {
+    fn with_slot(
+        config: ServiceConfig,
+        kb: KnowledgeBase,
+        llm: LlmSlot,
+        llm_name: String,
+        store: crate::models::ModelStore,
+    ) -> Self {
         let embedder = kb.embedder.clone();
         Service {
             config,
             kb: Mutex::new(Some(kb)),
             me: Weak::new(),
             live: live::Live::default(),
-            llm_name,
-            llm_available: llm.available(),
+            llm_name: Mutex::new(llm_name),
+            llm_available: AtomicBool::new(llm.available()),
             llm: Mutex::new(llm),
+            store,
             embedder,
             waiting: AtomicUsize::new(0),
             cancelled: AtomicUsize::new(0),
@@ -161,7 +173,7 @@ impl Service {
         let (llm, llm_name) = match store.resolve(Role::Llm, opts.llm.as_deref()) {
             Ok(model) if opts.lazy_llm => {
                 let name = model.spec.name.clone();
-                (LlmSlot::Verified(model, load), name)
+                (LlmSlot::Verified(Box::new(model), load), name)
             }
             Ok(model) => {
                 let llm = Llm::load(&model, &load)?;
@@ -186,7 +198,7 @@ impl Service {
                 .unwrap_or_else(|| crate::data_dir().join("runs")),
             parse_isolation: opts.parse_isolation.clone(),
         };
-        Ok(Service::with_slot(config, kb, llm, llm_name))
+        Ok(Service::with_slot(config, kb, llm, llm_name, store.clone()))
     }
 
     /// The service shared with the threads it starts; it follows its KB's folders from
@@ -200,8 +212,11 @@ impl Service {
         svc
     }
 
-    pub fn llm_name(&self) -> &str {
-        &self.llm_name
+    pub fn llm_name(&self) -> String {
+        self.llm_name
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Fails with `EmptyKb` (which names the folder and the fix) when nothing has been
@@ -213,7 +228,7 @@ impl Service {
     /// Whether an LLM is there to be used (loaded, or verified and loaded on first use).
     /// Never waits for a generation: rules-only answers must not queue behind one.
     pub fn llm_available(&self) -> bool {
-        self.llm_available
+        self.llm_available.load(Ordering::SeqCst)
     }
 
     fn kb(&self) -> KbGuard<'_> {
@@ -277,7 +292,7 @@ impl Service {
                 "version": env!("CARGO_PKG_VERSION"),
                 "kb": self.kb_dir(),
                 "kb_name": self.kb_name(),
-                "llm": self.llm_name,
+                "llm": self.llm_name(),
                 "embedder": self.embedder.name,
                 "cancelled_generations": self.cancelled.load(Ordering::Relaxed),
             })),
@@ -290,6 +305,9 @@ impl Service {
                 )
             }
             Request::Kbs => self.list_kbs(),
+            Request::Models => self.models(),
+            Request::UseModel { name } => self.use_model(&name),
+            Request::ImportModel { path, name } => self.import_model(&path, name.as_deref()),
             Request::CreateKb { name } => self.create_kb(&name),
             Request::SwitchKb { name } => self.switch_kb(&name),
             Request::RenameKb { name, to } => self.rename_kb(&name, &to),

@@ -8,7 +8,7 @@ use crate::models::VerifiedModel;
 pub(super) enum LlmSlot {
     Loaded(Box<Llm>),
     /// Verified (sha256) at start, loaded by the first request that needs it.
-    Verified(VerifiedModel, LoadOptions),
+    Verified(Box<VerifiedModel>, LoadOptions),
     /// The model could not be resolved: why, with the fix. Requests that need it fail with
     /// this; the others (search, reading, extractive answers) go on.
     Missing(String),

@@ -21,6 +21,18 @@ pub enum Request {
     },
     /// The knowledge bases (the open one with its live-folder status).
     Kbs,
+    /// The models of the store, with the ones in use.
+    Models,
+    /// Answers with another LLM of the store from here on.
+    UseModel {
+        name: String,
+    },
+    /// Copies a model file (GGUF) or folder (BERT) into the store, verified.
+    ImportModel {
+        path: String,
+        #[serde(default)]
+        name: Option<String>,
+    },
     /// Makes a new, empty knowledge base in the KB home.
     CreateKb {
         name: String,

@@ -543,6 +543,37 @@ step("Library: a second knowledge base is created, follows its folder live, is r
   }
 });
 
+step("Models: the list shows each model's family and size; Use switches the answer model", async () => {
+  await show("models");
+  const rows = page.locator(tid("model-row"));
+  await rows.first().waitFor({ timeout: T_UI });
+  const current = page.locator(`${tid("model-row")}.current[data-role="llm"]`);
+  const before = await current.getAttribute("data-name");
+  const meta = (await current.locator(tid("model-meta")).textContent()).trim();
+  assert(/qwen2|llama|gemma3/.test(meta) && /\d+ MB|GB/.test(meta), `the model in use shows no family or size: "${meta}"`);
+  const other = page.locator(`${tid("model-row")}[data-role="llm"]:has(${tid("model-use")})`).first();
+  const target = await other.getAttribute("data-name");
+  await other.locator(tid("model-use")).click();
+  await page.waitForFunction(
+    (name) => document.querySelector('[data-testid="model-row"].current[data-role="llm"]')?.dataset.name === name,
+    target,
+    { timeout: T_ROUTE },
+  ).catch(() => {
+    throw new Failure(`${target} is not shown in use after Use`);
+  });
+  await page.waitForFunction((name) => document.querySelector('[data-testid="health"]')?.textContent.includes(name), target, { timeout: T_UI }).catch(() => {
+    throw new Failure(`the health line does not name ${target}`);
+  });
+  await screenshot("models");
+  // Back to the model the run started with, through the same button.
+  await page.locator(`${tid("model-row")}[data-name="${before}"] ${tid("model-use")}`).click();
+  await page.waitForFunction(
+    (name) => document.querySelector('[data-testid="model-row"].current[data-role="llm"]')?.dataset.name === name,
+    before,
+    { timeout: T_ROUTE },
+  );
+});
+
 step("no console errors or CSP violations during the run", async () => {
   const v = await cspViolations();
   assert(v.length === 0, `CSP violations: ${v.join("; ")}`);
@@ -560,6 +591,15 @@ step("errors reach the banner (ingest of a missing folder)", async () => {
   assert(msg && msg.length > 3, `the error banner is empty: "${msg}"`);
   console.log(`    banner: ${msg}`);
   await screenshot("error");
+});
+
+step("Models: a file that is not a model is refused with its reason", async () => {
+  await show("models");
+  await page.fill(tid("model-import-path"), "/etc/hostname");
+  await page.click(tid("model-import"));
+  await page.waitForFunction(() => /not a GGUF file/.test(document.querySelector('[data-testid="error"]')?.textContent || ""), null, { timeout: T_UI }).catch(async () => {
+    throw new Failure(`no refusal naming the file: "${await errorBanner()}"`);
+  });
 });
 
 // ------------------------------------------------------------------------ run
