@@ -6,7 +6,8 @@
 # system's folder chooser (ingest runs through the `ingest` command and its events), ask
 # a question (the answer streams over a channel), and click the first
 # citation through to the Reader; then create and open a second knowledge base from the
-# Library and drop a folder on the window. Each step waits for the engine call it must cause (the
+# Library and drop a folder on the window; import a model file through the file chooser.
+# Each step waits for the engine call it must cause (the
 # app traces its commands with SEXTANT_DESKTOP_TRACE) and leaves a screenshot. Needs
 # `make desktop-deps` and a built sextant-desktop. Click positions are those of ui/ in
 # the 1280x860 window.
@@ -69,7 +70,9 @@ until_logged "$TMP/app0.log" 'api health -> ok' $APP0 "the engine started once t
 echo "without models: the first-run panel, then the engine started once they were there"
 kill $APP0; wait $APP0 2>/dev/null || true
 
-target/release/sextant-desktop --kb "$TMP/kb" --run-base "$TMP/runs" >"$TMP/app.log" 2>&1 &
+# The models through links in a store of its own: a model imported in the app lands there.
+SEXTANT_MODELS="$NOMODELS" target/release/sextant-desktop --kb "$TMP/kb" --run-base "$TMP/runs" \
+  >"$TMP/app.log" 2>&1 &
 APP=$!
 PIDS+=($APP)
 
@@ -177,6 +180,27 @@ wait_for 2 'ingest -> ok' "the dropped folder to be ingested"
 DOCS=$(target/release/sextant kb stats --json --kb "$SEXTANT_KB_HOME/Field notes" | grep -o '"documents": *[0-9]*' | grep -o '[0-9]*$')
 [ "$DOCS" = 1 ] || fail "the new knowledge base holds $DOCS documents after the drop, expected 1"
 shot 07-dropped
+# Models: "Import a GGUF model…" opens the system's file chooser; the chosen file is
+# checked and copied into the store, and listed.
+cp "$(ls "$MODELS"/smollm2-135m-instruct/*.gguf)" "$TMP/my-model.gguf"
+click 60 306
+wait_for 1 'api models -> ok' "the model list"
+shot 08-models
+click 512 124
+DIALOG=$(find_window '^Import a model \(GGUF file\)$')
+[ -n "$DIALOG" ] || fail "the file chooser did not open"
+xdotool mousemove --window "$DIALOG" 400 300
+sleep 0.3
+xdotool key ctrl+l
+sleep 0.5
+printf %s "$TMP/my-model.gguf" | xclip -selection clipboard
+xdotool key ctrl+v
+sleep 0.5
+xdotool key Return
+wait_for 1 'pick_model_file -> ok' "the chooser to return the file"
+wait_for 1 'api import_model -> ok' "the model to be imported"
+[ -f "$NOMODELS/my-model/model.toml" ] || fail "no imported model in $NOMODELS/my-model"
+shot 09-model-imported
 SIZE=$(stat -c %s "$OUT/04-reader.png")
 [ "$SIZE" -gt 20000 ] || fail "the screenshot is nearly empty ($SIZE bytes)"
-echo "desktop test passed: window, add folder, ask, citation to the Reader, a new knowledge base, a dropped folder; screenshots in $OUT"
+echo "desktop test passed: window, add folder, ask, citation to the Reader, a new knowledge base, a dropped folder, a model imported; screenshots in $OUT"

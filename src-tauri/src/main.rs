@@ -229,9 +229,16 @@ async fn pick_model_file(app: tauri::AppHandle) -> Result<Option<String>, Value>
     let picked = tauri::async_runtime::spawn_blocking(move || rx.recv().ok().flatten())
         .await
         .map_err(task_failed)?;
-    Ok(picked
+    let path = picked
         .and_then(|f| f.into_path().ok())
-        .map(|p| p.display().to_string()))
+        .map(|p| p.display().to_string());
+    if std::env::var_os("SEXTANT_DESKTOP_TRACE").is_some() {
+        eprintln!(
+            "pick_model_file -> {}",
+            if path.is_some() { "ok" } else { "cancelled" }
+        );
+    }
+    Ok(path)
 }
 
 /// Ingests a folder; progress as `ingest://progress`, then `ingest://done` or

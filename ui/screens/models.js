@@ -55,7 +55,7 @@ async function importPath(path) {
   if (name) body.name = name;
   const data = await api("POST", "/api/models/import", body);
   render(data);
-  $("sx-model-import-status").textContent = `Imported ${data.imported}: verified and listed above; press Use to answer with it.`;
+  $("sx-model-import-status").textContent = `Imported ${data.imported}: verified and listed below; press Use to answer with it.`;
 }
 
 export async function loadModels() {
