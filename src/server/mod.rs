@@ -64,6 +64,7 @@ const UI_FILES: &[(&str, &str, &str)] = &[
     ui!("screens/interview.js", JS),
     ui!("screens/router.js", JS),
     ui!("screens/models.js", JS),
+    ui!("screens/conversations.js", JS),
     ui!("style.css", CSS),
     ui!("vendor/highlight/github.min.css", CSS),
     ui!("vendor/highlight/core.min.js", JS),

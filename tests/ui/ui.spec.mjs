@@ -404,6 +404,36 @@ step("Ask: a follow-up is read with the question before it; the conversation is 
   assert(turns.join("|") === "How do I rotate a secret?|how often should that be done?", `reopened turns: ${turns.join("|")}`);
 });
 
+step("Ask: a kept conversation is renamed, exported as Markdown with its citations as links, deleted and brought back", async () => {
+  const history = page.locator(tid("conversation-history"));
+  if (!(await history.evaluate((d) => d.open))) await page.click(`${tid("conversation-history")} > summary`);
+  const row = page.locator(tid("conversation-row"), { has: page.locator(tid("conversation-item"), { hasText: "How do I rotate a secret?" }) }).first();
+  await row.waitFor({ timeout: T_UI });
+  const id = await row.getAttribute("data-id");
+  const rowById = page.locator(`${tid("conversation-row")}[data-id="${id}"]`);
+  await rowById.locator(tid("conversation-rename")).click();
+  await page.fill(tid("conversation-rename-input"), "Secrets rotation");
+  await page.click(tid("conversation-rename-save"));
+  await page.locator(`${tid("conversation-row")}[data-id="${id}"] ${tid("conversation-item")}`, { hasText: "Secrets rotation" }).waitFor({ timeout: T_UI }).catch(() => {
+    throw new Failure("the renamed title is not listed");
+  });
+  await rowById.locator(tid("conversation-export")).click();
+  const md = page.locator(tid("conversation-export-text"));
+  await md.waitFor({ timeout: T_UI });
+  const text = await md.inputValue();
+  assert(/How do I rotate a secret\?/.test(text) && /how often should that be done\?/.test(text), `the export lacks the questions: ${text.slice(0, 200)}`);
+  assert(/\]\([^)]+\.md#[^)]+\)/.test(text), `the export has no citation links: ${text.slice(0, 300)}`);
+  await screenshot("conversation-export");
+  await rowById.locator(tid("conversation-delete")).click();
+  await rowById.waitFor({ state: "detached", timeout: T_UI }).catch(() => {
+    throw new Failure("the deleted conversation is still listed");
+  });
+  await page.click(tid("conversation-undo"));
+  await rowById.waitFor({ timeout: T_UI }).catch(() => {
+    throw new Failure("Undo did not bring the conversation back");
+  });
+});
+
 step(`Reader: navigate "${NAV_QUESTION}"`, async () => {
   await show("reader");
   await page.fill(tid("navigate-question"), NAV_QUESTION);

@@ -1,11 +1,12 @@
 // The Ask screen: a conversation. Each question is asked in the current conversation (a
 // follow-up is read with the turns before it, by the engine), its answer shown with its
 // confidence and citations that open the Reader at the cited section; earlier turns stay
-// above it as a thread. Earlier conversations can be reopened; the answer format and mode
-// sit behind "Answer options".
+// above it as a thread. Earlier conversations (conversations.js) can be reopened, renamed,
+// deleted and exported; the answer format and mode sit behind "Answer options".
 import { api, askStream } from "../client.js";
 import { $, el, run, confidenceClass, setBadge } from "../dom.js";
 import { highlightCode } from "../highlight.js";
+import { loadConversations, setupConversations } from "./conversations.js";
 import { addCopyButtons, openReader } from "./reader.js";
 
 /** The anchor to open for a citation: its anchor, else the PDF page's section. */
@@ -83,30 +84,6 @@ async function openConversation(id) {
     ),
   );
   $("sx-history").open = false;
-}
-
-async function loadConversations() {
-  const v = await api("GET", "/api/conversations");
-  const list = $("sx-conversations");
-  if (!v.conversations.length) {
-    list.replaceChildren(el("li", { class: "muted", text: "No conversations yet." }));
-    return;
-  }
-  list.replaceChildren(
-    ...v.conversations.map((c) =>
-      el(
-        "li",
-        {},
-        el("button", {
-          type: "button",
-          "data-testid": "conversation-item",
-          dataset: { id: c.id },
-          text: `${c.title} (${c.turns} ${c.turns === 1 ? "question" : "questions"})`,
-          onclick: () => run(null, () => openConversation(c.id)),
-        }),
-      ),
-    ),
-  );
 }
 
 async function ask(question, format, mode) {
@@ -255,6 +232,7 @@ export function setupAsk() {
   });
   $("sx-stop-btn").addEventListener("click", stopAsking);
   $("sx-new-conversation").addEventListener("click", newConversation);
+  setupConversations(openConversation);
   $("sx-history").addEventListener("toggle", () => {
     if ($("sx-history").open) run(null, loadConversations);
   });
