@@ -182,6 +182,141 @@ fn hybrid_hit_at_5_is_at_least_as_good_as_dense_and_bm25() {
     assert!(hybrid * 10 >= n * 8, "hybrid hit@5 {hybrid}/{n} below 80%");
 }
 
+/// A second engine behind `ChunkIndex`, as a team's distributed one would be: the KB's
+/// chunks and vectors copied out, exact cosine search and its own BM25 (k1 1.2, b 0.75)
+/// over lower-cased words. Nothing of the store's own indexes is used.
+struct CopiedIndex {
+    chunks: std::collections::HashMap<u64, sextant::kb::store::ChunkRecord>,
+    vectors: Vec<(u64, Vec<f32>)>,
+    /// Per word: (key, count in the chunk).
+    postings: std::collections::HashMap<String, Vec<(u64, usize)>>,
+    lengths: std::collections::HashMap<u64, usize>,
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+impl CopiedIndex {
+    fn copy(kb: &KnowledgeBase) -> CopiedIndex {
+        let mut index = CopiedIndex {
+            chunks: Default::default(),
+            vectors: Vec::new(),
+            postings: Default::default(),
+            lengths: Default::default(),
+        };
+        for key in kb.store().chunk_keys().unwrap() {
+            let c = kb.store().chunk(key).unwrap().unwrap();
+            let text = format!("{} {}", c.heading, c.text);
+            let ws = words(&text);
+            index.lengths.insert(key, ws.len());
+            let mut counts: std::collections::HashMap<String, usize> = Default::default();
+            for w in ws {
+                *counts.entry(w).or_default() += 1;
+            }
+            for (w, n) in counts {
+                index.postings.entry(w).or_default().push((key, n));
+            }
+            index.vectors.push((key, kb.store().vector(key).unwrap()));
+            index.chunks.insert(key, c);
+        }
+        index
+    }
+}
+
+impl sextant::kb::index::ChunkIndex for CopiedIndex {
+    fn dense(&self, query: &[f32], k: usize) -> anyhow::Result<Vec<(u64, f32)>> {
+        let mut all: Vec<(u64, f32)> = self
+            .vectors
+            .iter()
+            .map(|(key, v)| (*key, cosine(query, v)))
+            .collect();
+        all.sort_by(|a, b| b.1.total_cmp(&a.1));
+        all.truncate(k);
+        Ok(all)
+    }
+    fn keywords(&self, query: &str, k: usize) -> anyhow::Result<Vec<(u64, f64)>> {
+        let n = self.lengths.len() as f64;
+        let mean = self.lengths.values().sum::<usize>() as f64 / n.max(1.0);
+        let mut scores: std::collections::HashMap<u64, f64> = Default::default();
+        for w in words(query) {
+            let Some(list) = self.postings.get(&w) else {
+                continue;
+            };
+            let idf = ((n - list.len() as f64 + 0.5) / (list.len() as f64 + 0.5) + 1.0).ln();
+            for (key, tf) in list {
+                let len = self.lengths[key] as f64;
+                let tf = *tf as f64;
+                *scores.entry(*key).or_default() +=
+                    idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len / mean));
+            }
+        }
+        let mut all: Vec<(u64, f64)> = scores.into_iter().collect();
+        all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        all.truncate(k);
+        Ok(all)
+    }
+    fn chunk(&self, key: u64) -> anyhow::Result<Option<sextant::kb::store::ChunkRecord>> {
+        Ok(self.chunks.get(&key).cloned())
+    }
+    fn vector(&self, key: u64) -> Option<Vec<f32>> {
+        self.vectors
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.clone())
+    }
+}
+
+/// Search runs through `ChunkIndex`, so a KB copied into another engine answers as the
+/// store does: the same dense hits, and hybrid hits that find the expected section as
+/// often (its BM25 is not tantivy's, so ranks may differ a little).
+#[test]
+fn search_through_another_engine_behind_the_index_trait_finds_the_same_sections() {
+    use sextant::kb::search::search_index;
+    let kb = shared_kb().lock().unwrap();
+    let copied = CopiedIndex::copy(&kb);
+    assert_eq!(copied.chunks.len(), kb.store().vector_count());
+    let questions: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string("tests/fixtures/kb_questions.json").unwrap())
+            .unwrap();
+    let (mut store_hits, mut copied_hits) = (0, 0);
+    for q in &questions {
+        let question = q["question"].as_str().unwrap();
+        let qv = kb.embedder.embed(&[question]).unwrap().pop().unwrap();
+        let ids = |hits: Vec<sextant::kb::search::Hit>| {
+            hits.into_iter().map(|h| h.id).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ids(search_index(kb.store(), question, &qv, 5, SearchMode::Dense).unwrap()),
+            ids(search_index(&copied, question, &qv, 5, SearchMode::Dense).unwrap()),
+            "dense hits differ for {question:?}"
+        );
+        let found = |index: &dyn sextant::kb::index::ChunkIndex| {
+            search_index(index, question, &qv, 5, SearchMode::Hybrid)
+                .unwrap()
+                .iter()
+                .any(|h| {
+                    h.file == q["file"].as_str().unwrap()
+                        && h.section == q["section"].as_str().unwrap()
+                })
+        };
+        store_hits += found(kb.store()) as usize;
+        copied_hits += found(&copied) as usize;
+    }
+    println!(
+        "hybrid hit@5 of {}: store {store_hits}, copied engine {copied_hits}",
+        questions.len()
+    );
+    assert!(
+        store_hits.abs_diff(copied_hits) <= 1,
+        "store {store_hits}, copied {copied_hits}"
+    );
+    assert!(copied_hits * 10 >= questions.len() * 8);
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     for e in walk(from) {
         let rel = e.strip_prefix(from).unwrap();

@@ -8,6 +8,7 @@ pub mod documents;
 pub mod domain;
 pub mod follow;
 pub mod home;
+pub mod index;
 pub mod ingest;
 pub mod lock;
 pub mod parse;

@@ -1,5 +1,5 @@
-//! Retrieval: dense (usearch, cosine), BM25 (SQLite FTS5), or hybrid — both lists fused
-//! by reciprocal-rank fusion. Every hit's `score` is the dense cosine normalised to 0..1
+//! Retrieval: dense (cosine), BM25, or hybrid — both lists fused by reciprocal-rank
+//! fusion — over any `ChunkIndex` (the KB's own store: usearch and tantivy). Every hit's `score` is the dense cosine normalised to 0..1
 //! as `(cosine + 1) / 2` (the RAG format's formula), whichever list found it.
 
 use std::collections::HashMap;
@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+use super::index::ChunkIndex;
 use super::KnowledgeBase;
 use crate::embed::cosine;
 
@@ -57,14 +58,25 @@ pub fn search_with_vector(
     k: usize,
     mode: SearchMode,
 ) -> Result<Vec<Hit>> {
+    search_index(&kb.store, query, qv, k, mode)
+}
+
+/// `search_with_vector` over any engine's index.
+pub fn search_index(
+    index: &dyn ChunkIndex,
+    query: &str,
+    qv: &[f32],
+    k: usize,
+    mode: SearchMode,
+) -> Result<Vec<Hit>> {
     let pool = CANDIDATES.max(k);
     let dense = if mode != SearchMode::Bm25 {
-        kb.store.dense(qv, pool)?
+        index.dense(qv, pool)?
     } else {
         Vec::new()
     };
     let bm25 = if mode != SearchMode::Dense {
-        kb.store.bm25(query, pool)?
+        index.keywords(query, pool)?
     } else {
         Vec::new()
     };
@@ -80,12 +92,12 @@ pub fn search_with_vector(
     let cosines: HashMap<u64, f32> = dense.iter().copied().collect();
     let mut hits = Vec::with_capacity(k);
     for (key, fused) in ranked.into_iter().take(k) {
-        let Some(c) = kb.store.chunk(key)? else {
+        let Some(c) = index.chunk(key)? else {
             continue;
         };
         let cos = match cosines.get(&key) {
             Some(c) => *c,
-            None => kb.store.vector(key).map(|v| cosine(qv, &v)).unwrap_or(0.0),
+            None => index.vector(key).map(|v| cosine(qv, &v)).unwrap_or(0.0),
         };
         hits.push(Hit {
             id: c.chunk_id,

@@ -331,6 +331,16 @@ impl Store {
             .collect()
     }
 
+    /// Every chunk's key, in key order (to copy the KB into another engine's index).
+    pub fn chunk_keys(&self) -> Result<Vec<u64>> {
+        let mut stmt = self.conn.prepare("SELECT id FROM chunks ORDER BY id")?;
+        let keys = stmt
+            .query_map([], |r| r.get::<_, i64>(0))?
+            .map(|k| k.map(|k| k as u64))
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(keys)
+    }
+
     pub fn chunk(&self, key: u64) -> Result<Option<ChunkRecord>> {
         Ok(self
             .conn
