@@ -12,10 +12,12 @@
 //! repacked copy beside the original, twice the memory; this layout is the only copy.
 //!
 //! Exactness: a Q8_0 block is copied, and a Q5_0 block is converted without loss (its
-//! integers -16..15 times 8 fit a byte, its scale over 8 is kept as f32). Other types are
-//! dequantized and re-quantized to Q8_0 as candle does. Each activation block is quantized
-//! to bytes with an f16 scale like ggml's, so the products are llama.cpp's up to the order
-//! of summation.
+//! integers -16..15 times 8 fit a byte, its scale over 8 is kept as f32). A matrix that is
+//! all Q4_1 keeps its blocks too: its integers 0..15 as unsigned bytes, its scale, and its
+//! minimum in a second row of 16 per block (`mins`), added as minimum × (activation scale
+//! × activation sum) as ggml's Q4_1 × Q8_1 product does. Other types are dequantized and
+//! re-quantized to Q8_0 as candle does. Each activation block is quantized to bytes with
+//! an f16 scale like ggml's, so the products are llama.cpp's up to the order of summation.
 
 use anyhow::{bail, Result};
 use candle_core::quantized::k_quants::{BlockQ8_0, GgmlType};
@@ -47,12 +49,20 @@ struct TileBlock {
     qs: [[u8; 64]; GROUPS],
 }
 
+/// The 16 rows' minimums of one Q4_1 block column (beside its `TileBlock`).
+#[derive(Clone)]
+#[repr(C, align(64))]
+struct Mins([f32; TILE]);
+
 /// A weight matrix of `n` rows by `k` columns as tiles.
 pub struct TiledQ8 {
     n: usize,
     k: usize,
     /// Tile after tile; within a tile, its `k / 32` blocks in order.
     blocks: Vec<TileBlock>,
+    /// Q4_1 only: each block's minimums, in the order of `blocks` (its weights are then
+    /// stored unshifted, 0..15).
+    mins: Option<Vec<Mins>>,
 }
 
 /// True where the kernel can run: x86-64 with AVX-512 F/BW/VL and VNNI.
@@ -70,9 +80,20 @@ pub fn available() -> bool {
     }
 }
 
-/// Whether a weight of this type converts without loss.
+/// Whether a weight of this type converts without loss (Q4_1 when the whole matrix is
+/// Q4_1: `TiledQ8::from_parts`).
 pub fn exact_from(dtype: GgmlDType) -> bool {
-    matches!(dtype, GgmlDType::Q8_0 | GgmlDType::Q5_0)
+    matches!(dtype, GgmlDType::Q8_0 | GgmlDType::Q5_0 | GgmlDType::Q4_1)
+}
+
+/// How a matrix of these parts' types is held: "Q4_1 tiles" when every part is Q4_1,
+/// else "Q8_0 tiles".
+pub fn held_as(dtypes: &[GgmlDType]) -> &'static str {
+    if dtypes.iter().all(|d| *d == GgmlDType::Q4_1) {
+        "Q4_1 tiles"
+    } else {
+        "Q8_0 tiles"
+    }
 }
 
 impl TiledQ8 {
@@ -91,16 +112,40 @@ impl TiledQ8 {
             n += rows;
         }
         let nb = k / QK;
+        let q4_1 = parts.iter().all(|p| p.dtype() == GgmlDType::Q4_1);
+        // Unshifted Q4_1 integers (0..15) are already the unsigned operand.
+        let shift = if q4_1 { 0 } else { 0x80 };
         let zero = TileBlock {
             d: [0.0; TILE],
-            qs: [[128; 64]; GROUPS],
+            qs: [[shift; 64]; GROUPS],
         };
         let mut blocks = vec![zero; n.div_ceil(TILE) * nb];
+        let mut mins = q4_1.then(|| vec![Mins([0.0; TILE]); blocks.len()]);
         let mut row0 = 0;
         for p in parts {
             let rows = p.shape().dims2()?.0;
             let data = p.data()?;
-            let dense = if exact_from(p.dtype()) {
+            if let Some(mins) = &mut mins {
+                let row_bytes = nb * p.dtype().type_size();
+                for r in 0..rows {
+                    let row = row0 + r;
+                    let blocks_of_row =
+                        data[r * row_bytes..][..row_bytes].chunks(p.dtype().type_size());
+                    for (b, raw) in blocks_of_row.enumerate() {
+                        let (d, m, q) = q4_1_block(raw);
+                        let at = row / TILE * nb + b;
+                        let i = row % TILE;
+                        blocks[at].d[i] = d;
+                        mins[at].0[i] = m;
+                        for (j, v) in q.iter().enumerate() {
+                            blocks[at].qs[j / 4][i * 4 + j % 4] = *v;
+                        }
+                    }
+                }
+                row0 += rows;
+                continue;
+            }
+            let dense = if matches!(p.dtype(), GgmlDType::Q8_0 | GgmlDType::Q5_0) {
                 None
             } else {
                 Some(
@@ -136,7 +181,7 @@ impl TiledQ8 {
             }
             row0 += rows;
         }
-        Ok(TiledQ8 { n, k, blocks })
+        Ok(TiledQ8 { n, k, blocks, mins })
     }
 
     /// `x · Wᵀ` for `x` of shape `(m, k)`, one activation row at a time.
@@ -189,6 +234,9 @@ impl TiledQ8 {
                 unsafe {
                     kernel::rows(
                         &self.blocks[first * nb..(first + count) * nb],
+                        self.mins
+                            .as_ref()
+                            .map(|m| &m[first * nb..(first + count) * nb]),
                         nb,
                         &act[row * nb..(row + rows) * nb],
                         dst.at(row * width + first * TILE),
@@ -219,12 +267,16 @@ impl TiledQ8 {
                 let first = task * TILES_PER_TASK;
                 let count = TILES_PER_TASK.min(tiles - first);
                 let blocks = &self.blocks[first * nb..(first + count) * nb];
+                let mins = self
+                    .mins
+                    .as_ref()
+                    .map(|m| &m[first * nb..(first + count) * nb]);
                 // SAFETY: tasks write disjoint ranges of `padded` (tiles `first..first +
                 // count`, 16 floats each), which outlives the pool's call. `TiledQ8` is
                 // built only where `available()` (`Linear::load` checks it).
                 unsafe {
                     let out = std::slice::from_raw_parts_mut(dst.at(first * TILE), count * TILE);
-                    kernel::tiles(blocks, nb, &act, out)
+                    kernel::tiles(blocks, mins, nb, &act, out)
                 }
             }
         });
@@ -249,6 +301,21 @@ impl TiledQ8 {
                     }
                 }
             });
+        if let Some(mins) = &self.mins {
+            // Unshifted integers and a minimum: d × q + m.
+            out.par_chunks_mut(TILE * self.k)
+                .zip(self.blocks.par_chunks(nb).zip(mins.par_chunks(nb)))
+                .for_each(|(dst, (tile, mins))| {
+                    for (b, (tb, m)) in tile.iter().zip(mins).enumerate() {
+                        for i in 0..TILE {
+                            let row = &mut dst[i * self.k + b * QK..][..QK];
+                            for (j, w) in row.iter_mut().enumerate() {
+                                *w = tb.qs[j / 4][i * 4 + j % 4] as f32 * tb.d[i] + m.0[i];
+                            }
+                        }
+                    }
+                });
+        }
         out.truncate(self.n * self.k);
         Ok(Tensor::from_vec(out, (self.n, self.k), &Device::Cpu)?)
     }
@@ -265,20 +332,24 @@ impl SharedOut {
     }
 }
 
-/// An activation block: bytes, scale, and -128 × their sum (see `TileBlock`).
+/// An activation block: bytes, scale, -128 × their sum (see `TileBlock`), and scale ×
+/// sum rounded to f16 (ggml's Q8_1 `s`, which a Q4_1 block's minimum multiplies).
 struct Act {
     qs: [i8; QK],
     d: f32,
     correction: i32,
+    scaled_sum: f32,
 }
 
 impl Act {
     fn new(b: &Q8Block) -> Act {
         let sum: i32 = b.qs.iter().map(|&q| q as i32).sum();
+        let d = b.d.to_f32();
         Act {
             qs: b.qs,
-            d: b.d.to_f32(),
+            d,
             correction: -128 * sum,
+            scaled_sum: f16::from_f32(d * sum as f32).to_f32(),
         }
     }
 }
@@ -299,6 +370,23 @@ fn q8_0_block(b: &[u8]) -> (f32, [i8; QK]) {
         *q = *v as i8;
     }
     (d, qs)
+}
+
+/// A Q4_1 block (f16 scale, f16 minimum, 16 bytes of nibbles: element j is the low
+/// nibble of byte j for j < 16, the high nibble of byte j - 16 after): its integers 0..15.
+fn q4_1_block(b: &[u8]) -> (f32, f32, [u8; QK]) {
+    let d = f16::from_le_bytes([b[0], b[1]]).to_f32();
+    let m = f16::from_le_bytes([b[2], b[3]]).to_f32();
+    let nibbles = &b[4..4 + QK / 2];
+    let mut qs = [0u8; QK];
+    for (j, q) in qs.iter_mut().enumerate() {
+        *q = if j < QK / 2 {
+            nibbles[j] & 0x0f
+        } else {
+            nibbles[j - QK / 2] >> 4
+        };
+    }
+    (d, m, qs)
 }
 
 /// A Q5_0 block (f16 scale, 32 high bits, 16 bytes of nibbles: element j is the low
@@ -325,26 +413,45 @@ fn q5_0_block(b: &[u8]) -> (f32, [i8; QK]) {
 mod kernel {
     use std::arch::x86_64::*;
 
-    use super::{Act, TileBlock, GROUPS, TILE};
+    use super::{Act, Mins, TileBlock, GROUPS, TILE};
 
-    /// Up to four tiles (`tiles` holds whole tiles of `nb` blocks) against the activation,
-    /// 16 outputs a tile into `out`.
+    /// Up to four tiles (`tiles` holds whole tiles of `nb` blocks, `mins` their Q4_1
+    /// minimums if any) against the activation, 16 outputs a tile into `out`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-    pub(super) unsafe fn tiles(tiles: &[TileBlock], nb: usize, act: &[Act], out: &mut [f32]) {
-        match tiles.len() / nb {
-            4 => run::<4>(tiles, nb, act, out),
-            3 => run::<3>(tiles, nb, act, out),
-            2 => run::<2>(tiles, nb, act, out),
-            _ => run::<1>(tiles, nb, act, out),
+    pub(super) unsafe fn tiles(
+        tiles: &[TileBlock],
+        mins: Option<&[Mins]>,
+        nb: usize,
+        act: &[Act],
+        out: &mut [f32],
+    ) {
+        match (tiles.len() / nb, mins) {
+            (4, None) => run::<4, false>(tiles, &[], nb, act, out),
+            (3, None) => run::<3, false>(tiles, &[], nb, act, out),
+            (2, None) => run::<2, false>(tiles, &[], nb, act, out),
+            (_, None) => run::<1, false>(tiles, &[], nb, act, out),
+            (4, Some(m)) => run::<4, true>(tiles, m, nb, act, out),
+            (3, Some(m)) => run::<3, true>(tiles, m, nb, act, out),
+            (2, Some(m)) => run::<2, true>(tiles, m, nb, act, out),
+            (_, Some(m)) => run::<1, true>(tiles, m, nb, act, out),
         }
     }
 
+    /// `MIN`: Q4_1 tiles (unshifted integers, no correction; the minimums times the
+    /// activation's scaled sum added per block).
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn run<const R: usize>(tiles: &[TileBlock], nb: usize, act: &[Act], out: &mut [f32]) {
+    unsafe fn run<const R: usize, const MIN: bool>(
+        tiles: &[TileBlock],
+        mins: &[Mins],
+        nb: usize,
+        act: &[Act],
+        out: &mut [f32],
+    ) {
         let mut acc = [_mm512_setzero_ps(); R];
         for (b, a) in act.iter().enumerate() {
-            let mut sums = [_mm512_set1_epi32(a.correction); R];
+            let start = if MIN { 0 } else { a.correction };
+            let mut sums = [_mm512_set1_epi32(start); R];
             let groups = a.qs.as_ptr() as *const i32;
             for g in 0..GROUPS {
                 let y = _mm512_set1_epi32(groups.add(g).read_unaligned());
@@ -357,6 +464,10 @@ mod kernel {
             for (t, (acc, s)) in acc.iter_mut().zip(sums).enumerate() {
                 let d = _mm512_load_ps(tiles[t * nb + b].d.as_ptr());
                 *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(d, dy), *acc);
+                if MIN {
+                    let m = _mm512_load_ps(mins[t * nb + b].0.as_ptr());
+                    *acc = _mm512_fmadd_ps(m, _mm512_set1_ps(a.scaled_sum), *acc);
+                }
             }
         }
         for (t, acc) in acc.iter().enumerate() {
@@ -369,27 +480,39 @@ mod kernel {
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
     pub(super) unsafe fn rows(
         tiles: &[TileBlock],
+        mins: Option<&[Mins]>,
         nb: usize,
         act: &[Act],
         out: *mut f32,
         stride: usize,
     ) {
-        match (tiles.len() / nb, act.len() / nb) {
-            (2, 4) => run_rows::<2, 4>(tiles, nb, act, out, stride),
-            (2, 3) => run_rows::<2, 3>(tiles, nb, act, out, stride),
-            (2, 2) => run_rows::<2, 2>(tiles, nb, act, out, stride),
-            (2, _) => run_rows::<2, 1>(tiles, nb, act, out, stride),
-            (_, 4) => run_rows::<1, 4>(tiles, nb, act, out, stride),
-            (_, 3) => run_rows::<1, 3>(tiles, nb, act, out, stride),
-            (_, 2) => run_rows::<1, 2>(tiles, nb, act, out, stride),
-            _ => run_rows::<1, 1>(tiles, nb, act, out, stride),
+        let m = mins.unwrap_or(&[]);
+        macro_rules! pick {
+            ($min:literal) => {
+                match (tiles.len() / nb, act.len() / nb) {
+                    (2, 4) => run_rows::<2, 4, $min>(tiles, m, nb, act, out, stride),
+                    (2, 3) => run_rows::<2, 3, $min>(tiles, m, nb, act, out, stride),
+                    (2, 2) => run_rows::<2, 2, $min>(tiles, m, nb, act, out, stride),
+                    (2, _) => run_rows::<2, 1, $min>(tiles, m, nb, act, out, stride),
+                    (_, 4) => run_rows::<1, 4, $min>(tiles, m, nb, act, out, stride),
+                    (_, 3) => run_rows::<1, 3, $min>(tiles, m, nb, act, out, stride),
+                    (_, 2) => run_rows::<1, 2, $min>(tiles, m, nb, act, out, stride),
+                    _ => run_rows::<1, 1, $min>(tiles, m, nb, act, out, stride),
+                }
+            };
+        }
+        if mins.is_some() {
+            pick!(true)
+        } else {
+            pick!(false)
         }
     }
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn run_rows<const T: usize, const R: usize>(
+    unsafe fn run_rows<const T: usize, const R: usize, const MIN: bool>(
         tiles: &[TileBlock],
+        mins: &[Mins],
         nb: usize,
         act: &[Act],
         out: *mut f32,
@@ -398,9 +521,11 @@ mod kernel {
         let mut acc = [[_mm512_setzero_ps(); R]; T];
         for b in 0..nb {
             let mut sums = [[_mm512_setzero_si512(); R]; T];
-            for r in 0..R {
-                for s in sums.iter_mut() {
-                    s[r] = _mm512_set1_epi32(act[r * nb + b].correction);
+            if !MIN {
+                for r in 0..R {
+                    for s in sums.iter_mut() {
+                        s[r] = _mm512_set1_epi32(act[r * nb + b].correction);
+                    }
                 }
             }
             for g in 0..GROUPS {
@@ -418,9 +543,14 @@ mod kernel {
             for (t, (acc, sums)) in acc.iter_mut().zip(&sums).enumerate() {
                 let d = _mm512_load_ps(tiles[t * nb + b].d.as_ptr());
                 for r in 0..R {
-                    let dy = _mm512_set1_ps(act[r * nb + b].d);
+                    let a = &act[r * nb + b];
+                    let dy = _mm512_set1_ps(a.d);
                     acc[r] =
                         _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r]), _mm512_mul_ps(d, dy), acc[r]);
+                    if MIN {
+                        let m = _mm512_load_ps(mins[t * nb + b].0.as_ptr());
+                        acc[r] = _mm512_fmadd_ps(m, _mm512_set1_ps(a.scaled_sum), acc[r]);
+                    }
                 }
             }
         }
@@ -434,13 +564,26 @@ mod kernel {
 
 #[cfg(not(target_arch = "x86_64"))]
 mod kernel {
-    use super::{Act, TileBlock};
+    use super::{Act, Mins, TileBlock};
 
-    pub(super) unsafe fn tiles(_: &[TileBlock], _: usize, _: &[Act], _: &mut [f32]) {
+    pub(super) unsafe fn tiles(
+        _: &[TileBlock],
+        _: Option<&[Mins]>,
+        _: usize,
+        _: &[Act],
+        _: &mut [f32],
+    ) {
         unreachable!("TiledQ8 is built only where `available()`")
     }
 
-    pub(super) unsafe fn rows(_: &[TileBlock], _: usize, _: &[Act], _: *mut f32, _: usize) {
+    pub(super) unsafe fn rows(
+        _: &[TileBlock],
+        _: Option<&[Mins]>,
+        _: usize,
+        _: &[Act],
+        _: *mut f32,
+        _: usize,
+    ) {
         unreachable!("TiledQ8 is built only where `available()`")
     }
 }
@@ -464,7 +607,7 @@ mod tests {
     }
 
     #[test]
-    fn q5_0_and_q8_0_convert_exactly_and_stack_by_rows() {
+    fn q5_0_q8_0_and_q4_1_convert_exactly_and_stack_by_rows() {
         // 37 rows: two whole tiles and a partial one; width 96: three blocks.
         let (a, b) = (matrix(21, 96, 1), matrix(16, 96, 2));
         let qa = QTensor::quantize(&a, GgmlDType::Q5_0).unwrap();
@@ -479,6 +622,21 @@ mod tests {
         .unwrap();
         let tiled = TiledQ8::from_parts(&[qa, qb]).unwrap();
         assert_eq!(max_gap(&tiled.dequantize().unwrap(), &want), 0.0);
+        // A matrix all of Q4_1 keeps its integers and minimums.
+        let (c, d) = (matrix(21, 96, 4), matrix(16, 96, 5));
+        let qc = QTensor::quantize(&c, GgmlDType::Q4_1).unwrap();
+        let qd = QTensor::quantize(&d, GgmlDType::Q4_1).unwrap();
+        let want = Tensor::cat(
+            &[
+                qc.dequantize(&Device::Cpu).unwrap(),
+                qd.dequantize(&Device::Cpu).unwrap(),
+            ],
+            0,
+        )
+        .unwrap();
+        let tiled = TiledQ8::from_parts(&[qc, qd]).unwrap();
+        assert!(tiled.mins.is_some());
+        assert!(max_gap(&tiled.dequantize().unwrap(), &want) <= 1e-6);
     }
 
     #[test]
@@ -492,6 +650,7 @@ mod tests {
             (GgmlDType::Q8_0, 70, 160),
             (GgmlDType::Q5_0, 130, 96),
             (GgmlDType::Q4_1, 16, 64),
+            (GgmlDType::Q4_1, 70, 160),
         ] {
             let q = QTensor::quantize(&matrix(n, k, 3), dtype).unwrap();
             let tiled = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
@@ -502,8 +661,8 @@ mod tests {
                     .collect();
                 let x = Tensor::from_vec(x, (rows, k), &Device::Cpu).unwrap();
                 let got = tiled.forward(&x).unwrap();
-                // Exact types: candle's product over the same blocks. Q4_1 is re-quantized
-                // to Q8_0 as candle quantizes: its product over that Q8_0.
+                // Every type here converts exactly: candle's product over the same
+                // blocks (Q4_1 against candle's Q4_1 × Q8_1 kernel).
                 let reference = if exact_from(dtype) {
                     QTensor::quantize(&matrix(n, k, 3), dtype).unwrap()
                 } else {
