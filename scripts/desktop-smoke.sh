@@ -4,7 +4,8 @@
 # are there), wait for its window titled "Sextant" and for the UI's first call through Tauri's
 # invoke; then, with real clicks and typing (xdotool), add the sample folder through the
 # system's folder chooser (ingest runs through the `ingest` command and its events), ask
-# a question (the answer streams over a channel), and click the first
+# a question (the answer streams over a channel) and a follow-up in the same conversation,
+# and click the first
 # citation through to the Reader; then create and open a second knowledge base from the
 # Library and drop a folder on the window; import a model file through the file chooser.
 # Each step waits for the engine call it must cause (the
@@ -145,6 +146,19 @@ click 1223 183
 wait_for 1 'ask_stream -> ok' "the answer (streamed over a channel)"
 shot 03-ask
 
+# A follow-up in the same conversation: read with the question before it, kept as the
+# conversation's second turn (in the KB's conversations.sqlite).
+click 700 100
+xdotool key ctrl+a
+xdotool type --delay 25 "and what if the renewal fails?"
+xdotool key Return
+wait_for 2 'ask_stream -> ok' "the follow-up's answer"
+TURNS=$(/usr/bin/python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute('SELECT max(n) FROM turns GROUP BY conversation ORDER BY max(n) DESC LIMIT 1').fetchone()[0])" "$TMP/kb/conversations.sqlite")
+[ "$TURNS" -ge 2 ] 2>/dev/null || fail "the conversation holds $TURNS turns after a follow-up, expected 2"
+FOLLOW=$(/usr/bin/python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute(\"SELECT standalone FROM turns WHERE question LIKE 'and what if%'\").fetchone()[0])" "$TMP/kb/conversations.sqlite")
+case "$FOLLOW" in *"(about:"*) ;; *) fail "the follow-up was not read with its conversation: $FOLLOW" ;; esac
+shot 03-ask-follow-up
+
 # The first citation (focused once the answer shows) opens the Reader at its section.
 xdotool key Return
 wait_for 1 'api document -> ok' "the cited document to open"
@@ -203,4 +217,4 @@ wait_for 1 'api import_model -> ok' "the model to be imported"
 shot 09-model-imported
 SIZE=$(stat -c %s "$OUT/04-reader.png")
 [ "$SIZE" -gt 20000 ] || fail "the screenshot is nearly empty ($SIZE bytes)"
-echo "desktop test passed: window, add folder, ask, citation to the Reader, a new knowledge base, a dropped folder, a model imported; screenshots in $OUT"
+echo "desktop test passed: window, add folder, ask, a follow-up kept in the conversation, citation to the Reader, a new knowledge base, a dropped folder, a model imported; screenshots in $OUT"

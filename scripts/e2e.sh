@@ -43,8 +43,23 @@ SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN SEXTANT_SAMPLE_KB="$PWD/examples/kb" \
 echo "== grounded answers as OpenAI models (tests/openai/test_grounded.py)"
 SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN "$VENV/bin/python" tests/openai/test_grounded.py
 echo "== UI in Chromium (tests/ui), screenshots in $OUT/ui, on a server of its own with an empty KB"
-serve ui-kb --watch
+# Its models through links in a store of its own, so the models the UI imports land
+# there; a copy of a real GGUF to import, and one whose weights use a GGML type the
+# engine cannot run (IQ2_XXS) to be refused.
+MODELS=${SEXTANT_MODELS:-$HOME/.local/share/sextant/models}
+mkdir -p "$TMP/ui-models"
+for m in "$MODELS"/*/; do ln -s "${m%/}" "$TMP/ui-models/"; done
+cp "$(ls "$MODELS"/smollm2-135m-instruct/*.gguf)" "$TMP/ui-import.gguf"
+"$VENV/bin/python" - "$TMP/ui-iq2.gguf" <<'PY'
+import struct, sys
+s = lambda x: struct.pack("<Q", len(x)) + x.encode()
+head = (b"GGUF" + struct.pack("<IQQ", 3, 1, 1) + s("general.architecture") + struct.pack("<I", 8)
+        + s("llama") + s("blk.0.attn_q.weight") + struct.pack("<IQIQ", 1, 256, 16, 0))
+open(sys.argv[1], "wb").write(head + bytes(-len(head) % 32 + 66))
+PY
+SEXTANT_MODELS="$TMP/ui-models" serve ui-kb --watch
 SEXTANT_URL=$URL SEXTANT_TOKEN=$TOKEN SEXTANT_SAMPLE_KB="$PWD/examples/kb" OUT_DIR="$OUT/ui" \
+  SEXTANT_UI_GGUF="$TMP/ui-import.gguf" SEXTANT_UI_BAD_GGUF="$TMP/ui-iq2.gguf" \
   node tests/ui/ui.spec.mjs || { echo "== the UI server's log (last 80 lines)"; tail -n 80 "$TMP/ui-kb.log"; exit 1; }
 echo "== sextant mcp over stdio, the MCP Python SDK (tests/mcp)"
 "$BIN" ingest --kb "$TMP/mcp-kb" examples/kb >"$TMP/mcp-ingest.log" 2>&1 || { cat "$TMP/mcp-ingest.log"; exit 1; }

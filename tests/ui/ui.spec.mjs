@@ -595,6 +595,17 @@ step("Models: the list shows each model's family and size; Use switches the answ
     throw new Failure(`the health line does not name ${target}`);
   });
   await screenshot("models");
+  // A GGUF file of this computer imported by its path: checked, copied into the store, listed.
+  const gguf = process.env.SEXTANT_UI_GGUF;
+  if (!gguf) throw new Failure("SEXTANT_UI_GGUF (a GGUF file to import) is not set");
+  await page.fill(tid("model-import-path"), gguf);
+  await page.fill(tid("model-import-name"), "ui-imported");
+  await page.click(tid("model-import"));
+  await page.locator(`${tid("model-row")}[data-name="ui-imported"]`).waitFor({ timeout: T_ROUTE }).catch(() => {
+    throw new Failure("the imported model is not listed");
+  });
+  const imported = (await page.locator(`${tid("model-row")}[data-name="ui-imported"] ${tid("model-meta")}`).textContent()).trim();
+  assert(/imported/.test(imported) && /llama/.test(imported), `the imported model's line: "${imported}"`);
   // Back to the model the run started with, through the same button.
   await page.locator(`${tid("model-row")}[data-name="${before}"] ${tid("model-use")}`).click();
   await page.waitForFunction(
@@ -623,12 +634,20 @@ step("errors reach the banner (ingest of a missing folder)", async () => {
   await screenshot("error");
 });
 
-step("Models: a file that is not a model is refused with its reason", async () => {
+step("Models: a file that is not a model, and a GGUF of a quantization the engine cannot run, are refused with their reasons", async () => {
   await show("models");
+  await page.fill(tid("model-import-name"), "");
   await page.fill(tid("model-import-path"), "/etc/hostname");
   await page.click(tid("model-import"));
   await page.waitForFunction(() => /not a GGUF file/.test(document.querySelector('[data-testid="error"]')?.textContent || ""), null, { timeout: T_UI }).catch(async () => {
     throw new Failure(`no refusal naming the file: "${await errorBanner()}"`);
+  });
+  const bad = process.env.SEXTANT_UI_BAD_GGUF;
+  if (!bad) throw new Failure("SEXTANT_UI_BAD_GGUF (a GGUF the engine cannot run) is not set");
+  await page.fill(tid("model-import-path"), bad);
+  await page.click(tid("model-import"));
+  await page.waitForFunction(() => /IQ2_XXS.*cannot run.*supported/.test(document.querySelector('[data-testid="error"]')?.textContent || ""), null, { timeout: T_UI }).catch(async () => {
+    throw new Failure(`no refusal naming the quantization: "${await errorBanner()}"`);
   });
 });
 
