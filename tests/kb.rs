@@ -317,6 +317,30 @@ fn search_through_another_engine_behind_the_index_trait_finds_the_same_sections(
     assert!(copied_hits * 10 >= questions.len() * 8);
 }
 
+/// Headings whose anchors collide ("Setup", "Setup", then "Setup 1", whose own slug is
+/// the second's) ingest as three sections with three anchors; before, the third chunk id
+/// repeated the second's and the whole ingest stopped on SQLite's UNIQUE constraint (seen
+/// on Apache's manual).
+#[test]
+fn headings_whose_anchors_collide_ingest_with_distinct_anchors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::write(
+        docs.join("setup.md"),
+        "# Guide\n\n## Setup\n\nFirst setup.\n\n## Setup\n\nSecond setup.\n\n## Setup 1\n\nThird setup.\n",
+    )
+    .unwrap();
+    let (kb, report) = ingest_into(&tmp.path().join("kb"), &[docs]);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    let chunks = kb.store().chunk_listing().unwrap();
+    let mut ids: Vec<&str> = chunks.iter().map(|c| c.chunk_id.as_str()).collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "chunk ids repeat: {ids:?}");
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     for e in walk(from) {
         let rel = e.strip_prefix(from).unwrap();

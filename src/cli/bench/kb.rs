@@ -24,6 +24,13 @@ pub struct KbBenchArgs {
     /// threads, and the ratios are printed. Dev-time only.
     #[arg(long, value_name = "VENV")]
     pub compare_python: Option<std::path::PathBuf>,
+    /// Measure this knowledge base, already ingested (a real corpus), instead: its size,
+    /// search latency for `--questions`, and its index's recall@10 against exact search.
+    #[arg(long, value_name = "DIR")]
+    pub kb: Option<std::path::PathBuf>,
+    /// An eval set (JSONL) whose questions are searched in `--kb`.
+    #[arg(long, value_name = "FILE.jsonl", requires = "kb")]
+    pub questions: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Serialize)]

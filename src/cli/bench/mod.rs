@@ -6,6 +6,7 @@ mod generate;
 mod gpu;
 mod interview;
 mod kb;
+mod kb_real;
 mod routing;
 mod schemas;
 
@@ -120,9 +121,19 @@ pub fn run(ctx: &Ctx, command: BenchCommand) -> Result<()> {
             schemas::run_schemas(&mut ctx.load_llm()?, &dir, max_tokens)
         }
         BenchCommand::Gpu(args) => gpu::run_gpu(&args),
-        BenchCommand::Kb { args, sample } => {
-            kb::run_kb(&ctx.store.resolve(Role::Embedding, None)?, &sample, &args)
-        }
+        BenchCommand::Kb { args, sample } => match (&args.kb, &args.questions) {
+            (Some(dir), Some(questions)) => kb_real::run(
+                &ctx.store.resolve(Role::Embedding, None)?,
+                dir,
+                questions,
+                args.queries,
+                args.json,
+            ),
+            (Some(_), None) => anyhow::bail!(
+                "--kb needs --questions FILE.jsonl (an eval set: each line's \"question\" is searched)"
+            ),
+            _ => kb::run_kb(&ctx.store.resolve(Role::Embedding, None)?, &sample, &args),
+        },
     }
 }
 

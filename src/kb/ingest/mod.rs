@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 mod eta;
@@ -289,17 +289,20 @@ impl IngestRun {
         for note in &parsed.notes {
             self.report.notes.push((work.rel.clone(), note.clone()));
         }
-        let keys = kb.store.replace_document(
-            &work.root,
-            &work.rel,
-            parsed.kind,
-            &parsed.title,
-            &hash,
-            work.mtime_ns,
-            work.bytes.len() as i64,
-            &parsed.sections,
-            &chunks,
-        )?;
+        let keys = kb
+            .store
+            .replace_document(
+                &work.root,
+                &work.rel,
+                parsed.kind,
+                &parsed.title,
+                &hash,
+                work.mtime_ns,
+                work.bytes.len() as i64,
+                &parsed.sections,
+                &chunks,
+            )
+            .with_context(|| format!("cannot store {}", work.rel))?;
         kb.store.add_vectors(&keys, &vectors)?;
         if work.existed {
             self.report.changed.push(work.rel);

@@ -184,10 +184,13 @@ pub fn slugify(heading: &str) -> String {
     }
 }
 
-/// Hands out unique anchors within one document: "setup", "setup-1", "setup-2", …
+/// Hands out unique anchors within one document: "setup", "setup-1", "setup-2", …; a
+/// heading whose own slug is one of those ("Setup 1" after two "Setup"s) gets the next
+/// free one, so no two sections (and no two chunk ids) of a document share an anchor.
 #[derive(Default)]
 pub(crate) struct Anchors {
     seen: HashMap<String, usize>,
+    used: std::collections::HashSet<String>,
 }
 
 /// At most `n` characters of `s`, marked with "…" when cut (quotes in messages).
@@ -233,13 +236,17 @@ impl Anchors {
     pub(crate) fn unique(&mut self, heading: &str) -> String {
         let base = slugify(heading);
         let n = self.seen.entry(base.clone()).or_insert(0);
-        let anchor = if *n == 0 {
-            base.clone()
-        } else {
-            format!("{base}-{n}")
-        };
-        *n += 1;
-        anchor
+        loop {
+            let anchor = if *n == 0 {
+                base.clone()
+            } else {
+                format!("{base}-{n}")
+            };
+            *n += 1;
+            if self.used.insert(anchor.clone()) {
+                return anchor;
+            }
+        }
     }
 }
 
@@ -300,6 +307,10 @@ mod tests {
         assert_eq!(a.unique("Setup"), "setup");
         assert_eq!(a.unique("Setup"), "setup-1");
         assert_eq!(a.unique("setup"), "setup-2");
+        // A heading whose own slug was handed out already (apache's manual has such).
+        assert_eq!(a.unique("Setup 1"), "setup-1-1");
+        assert_eq!(a.unique("Setup-3"), "setup-3");
+        assert_eq!(a.unique("Setup"), "setup-4");
     }
 
     #[test]
