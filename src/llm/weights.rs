@@ -5,8 +5,8 @@
 //! K-quants), or in `q5_0` (Q5_0 on AVX2), is used as the file stores it (Q8_0 through
 //! `q8_0`'s four-row dot product on AVX2); any other (Q4_1, Q5_0, Q5_1, f16, …) is
 //! re-quantized once at load to Q8_0, which has one and loses nothing measurable against a
-//! 4–5-bit source. On CPUs with AVX-512 VNNI, Q8_0, Q5_0 and Q4_1 layers and those
-//! re-quantized go to `tiled_q8` instead (Q5_0 and Q4_1 exactly, the others as Q8_0). What was re-quantized is
+//! 4–5-bit source. On CPUs with AVX-512 VNNI, Q8_0, Q5_0, Q4_1 and re-quantized layers go
+//! to `tiled_q8` instead (Q5_0 and Q4_1 exactly, others as Q8_0). What was re-quantized is
 //! counted in `WeightReport` and shown by `sextant bench generate`. f32 copies for prompt
 //! processing are kept only while they fit the memory budget (`PREFILL_F32_BUDGET`): they
 //! make a 135M model's prompts several times faster than candle's quantized matmul, but
@@ -255,11 +255,9 @@ impl Linear {
             parts[0].shape().dims2()?.1,
         );
         // Tiles multiply prompts themselves, faster than an f32 copy does: where the
-        // file's type converts exactly (Q5_0, Q8_0, or a matrix all of Q4_1) no copy is
-        // made unless asked for (`SEXTANT_PREFILL_F32=1`). A Q4_1 matrix re-quantized to
-        // Q8_0 would lose llama.cpp's token on 3 more of 120 greedy steps
-        // (`tests/reference.rs`); held as Q4_1 tiles it loses one fewer than the f32
-        // copies did, at 722 instead of 417 prompt tok/s and 330 instead of 737 MB.
+        // file's type converts exactly (Q5_0, Q8_0, a matrix all of Q4_1) no copy is made
+        // unless asked for (`SEXTANT_PREFILL_F32=1`). SmolLM2's Q4_1 as Q4_1 tiles: 722
+        // instead of 417 prompt tok/s, 330 instead of 737 MB (docs/PERFORMANCE.md).
         let exact = dtypes.iter().all(|&t| tiled_q8::exact_from(t))
             && (dtypes.iter().all(|&t| t == GgmlDType::Q4_1) || !dtypes.contains(&GgmlDType::Q4_1));
         let copy = !tiles || !exact || opts.prefill_f32 == Some(true);
