@@ -70,6 +70,18 @@ export async function run(button, fn) {
   }
 }
 
+/** A small button that runs `fn` through `run` (busy while it runs, failures to the banner). */
+export function actionButton(label, testid, title, fn) {
+  return el("button", {
+    type: "button",
+    class: "small",
+    "data-testid": testid,
+    title,
+    text: label,
+    onclick: (ev) => run(ev.currentTarget, fn),
+  });
+}
+
 // ---------------------------------------------------------------- confidence badges
 
 export function confidenceClass(format, c) {

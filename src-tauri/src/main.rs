@@ -177,23 +177,35 @@ fn ask_stop(asking: State<'_, Asking>, id: String) {
     }
 }
 
-/// The system's folder chooser (Tauri's dialog plugin); the chosen folder's path, or
-/// None when the user cancels.
-#[tauri::command]
-async fn pick_folder(app: tauri::AppHandle) -> Result<Option<String>, Value> {
+/// What a chooser picks: a folder, or a file of these extensions.
+enum Pick {
+    Folder,
+    File(&'static str, &'static [&'static str]),
+}
+
+/// The system's chooser (Tauri's dialog plugin), opened in the home folder (GTK otherwise
+/// opens on "Recent", which lists files only); the chosen path, or None when the user
+/// cancels. Traced as `<what> -> ok|cancelled`.
+async fn choose(
+    app: tauri::AppHandle,
+    title: &str,
+    pick: Pick,
+    what: &str,
+) -> Result<Option<String>, Value> {
     use tauri_plugin_dialog::DialogExt;
     let (tx, rx) = std::sync::mpsc::channel();
-    let mut chooser = app
-        .dialog()
-        .file()
-        .set_title("Add a folder to the knowledge base");
-    // Start in the home folder (GTK otherwise opens on "Recent", which lists files only).
+    let mut chooser = app.dialog().file().set_title(title);
     if let Some(home) = std::env::var_os("HOME") {
         chooser = chooser.set_directory(home);
     }
-    chooser.pick_folder(move |folder| {
-        let _ = tx.send(folder);
-    });
+    match pick {
+        Pick::Folder => chooser.pick_folder(move |p| {
+            let _ = tx.send(p);
+        }),
+        Pick::File(kind, extensions) => chooser.add_filter(kind, extensions).pick_file(move |p| {
+            let _ = tx.send(p);
+        }),
+    }
     let picked = tauri::async_runtime::spawn_blocking(move || rx.recv().ok().flatten())
         .await
         .map_err(task_failed)?;
@@ -202,43 +214,36 @@ async fn pick_folder(app: tauri::AppHandle) -> Result<Option<String>, Value> {
         .map(|p| p.display().to_string());
     if std::env::var_os("SEXTANT_DESKTOP_TRACE").is_some() {
         eprintln!(
-            "pick_folder -> {}",
+            "{what} -> {}",
             if path.is_some() { "ok" } else { "cancelled" }
         );
     }
     Ok(path)
 }
 
-/// The system's file chooser for a model file (GGUF); the chosen file's path, or None
-/// when the user cancels. The engine checks and imports it (`import_model`).
+/// The folder chooser, for a folder to add to the knowledge base.
+#[tauri::command]
+async fn pick_folder(app: tauri::AppHandle) -> Result<Option<String>, Value> {
+    choose(
+        app,
+        "Add a folder to the knowledge base",
+        Pick::Folder,
+        "pick_folder",
+    )
+    .await
+}
+
+/// The file chooser for a model file (GGUF); the engine checks and imports it
+/// (`import_model`).
 #[tauri::command]
 async fn pick_model_file(app: tauri::AppHandle) -> Result<Option<String>, Value> {
-    use tauri_plugin_dialog::DialogExt;
-    let (tx, rx) = std::sync::mpsc::channel();
-    let mut chooser = app
-        .dialog()
-        .file()
-        .set_title("Import a model (GGUF file)")
-        .add_filter("GGUF model", &["gguf"]);
-    if let Some(home) = std::env::var_os("HOME") {
-        chooser = chooser.set_directory(home);
-    }
-    chooser.pick_file(move |file| {
-        let _ = tx.send(file);
-    });
-    let picked = tauri::async_runtime::spawn_blocking(move || rx.recv().ok().flatten())
-        .await
-        .map_err(task_failed)?;
-    let path = picked
-        .and_then(|f| f.into_path().ok())
-        .map(|p| p.display().to_string());
-    if std::env::var_os("SEXTANT_DESKTOP_TRACE").is_some() {
-        eprintln!(
-            "pick_model_file -> {}",
-            if path.is_some() { "ok" } else { "cancelled" }
-        );
-    }
-    Ok(path)
+    choose(
+        app,
+        "Import a model (GGUF file)",
+        Pick::File("GGUF model", &["gguf"]),
+        "pick_model_file",
+    )
+    .await
 }
 
 /// Ingests a folder; progress as `ingest://progress`, then `ingest://done` or

@@ -2,20 +2,9 @@
 // delete (with Undo: its turns are kept) or export as Markdown with its citations as
 // links (shown to copy, and in a browser also downloaded as a file).
 import { api, inTauri } from "../client.js";
-import { $, el, run } from "../dom.js";
+import { $, actionButton, el, run } from "../dom.js";
 
 let open = async () => {};
-
-function small(label, testid, title, fn) {
-  return el("button", {
-    type: "button",
-    class: "small",
-    "data-testid": testid,
-    title,
-    text: label,
-    onclick: (ev) => run(ev.currentTarget, fn),
-  });
-}
 
 /** The conversation's title swapped for a field that renames it on Enter or Save. */
 function startRename(row, c) {
@@ -100,9 +89,9 @@ export async function loadConversations() {
           text: `${c.title} (${c.turns} ${c.turns === 1 ? "question" : "questions"})`,
           onclick: () => run(null, () => open(c.id)),
         }),
-        small("Rename", "conversation-rename", "Give it another title", async () => startRename(row, c)),
-        small("Export", "conversation-export", "As Markdown, its citations as links", () => exportConversation(c)),
-        small("Delete", "conversation-delete", "Take it off the list (Undo brings it back)", () => deleteConversation(c)),
+        actionButton("Rename", "conversation-rename", "Give it another title", async () => startRename(row, c)),
+        actionButton("Export", "conversation-export", "As Markdown, its citations as links", () => exportConversation(c)),
+        actionButton("Delete", "conversation-delete", "Take it off the list (Undo brings it back)", () => deleteConversation(c)),
       );
       return row;
     }),

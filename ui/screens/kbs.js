@@ -2,7 +2,7 @@
 // the open one with its live status (its folders followed, the last sync and what it
 // changed). Open, create, rename and remove them here.
 import { api } from "../client.js";
-import { $, el, run } from "../dom.js";
+import { $, actionButton, el, run } from "../dom.js";
 
 let onSwitch = async () => {};
 // The open KB's document count last shown, to reload the list when a sync changes it.
@@ -43,17 +43,6 @@ function describeLive(live) {
   return [text, ...failed, live.error].filter(Boolean).join(" · ");
 }
 
-function button(label, testid, title, fn) {
-  return el("button", {
-    type: "button",
-    class: "small",
-    "data-testid": testid,
-    title,
-    text: label,
-    onclick: (ev) => run(ev.currentTarget, fn),
-  });
-}
-
 /** The open KB's name swapped for a field that renames it on Enter or Save. */
 function startRename(row, name) {
   const input = el("input", { type: "text", value: name, "data-testid": "kb-rename-input", "aria-label": "New name" });
@@ -87,11 +76,11 @@ function renderRow(kb) {
   if (kb.current) {
     const live = kb.live || {};
     row.append(el("div", { class: "kb-live", "data-testid": "kb-live", dataset: { state: live.state || "" }, text: describeLive(live) }));
-    if (kb.in_home) row.append(button("Rename", "kb-rename", `Rename ${kb.name}`, async () => startRename(row, kb.name)));
+    if (kb.in_home) row.append(actionButton("Rename", "kb-rename", `Rename ${kb.name}`, async () => startRename(row, kb.name)));
     if (live.state && live.state !== "unavailable") {
       const on = live.state === "off";
       row.append(
-        button(on ? "Follow folders" : "Pause following", "kb-watch", "Re-ingest when files change in its folders", async () => {
+        actionButton(on ? "Follow folders" : "Pause following", "kb-watch", "Re-ingest when files change in its folders", async () => {
           await api("POST", "/api/kbs/watch", { on });
           await loadKbs();
         }),
@@ -100,7 +89,7 @@ function renderRow(kb) {
     return row;
   }
   row.append(
-    button("Open", "kb-open", `Open ${kb.name}`, async () => {
+    actionButton("Open", "kb-open", `Open ${kb.name}`, async () => {
       await api("POST", "/api/kbs/switch", { name: kb.in_home ? kb.name : kb.path });
       await loadKbs();
       await onSwitch();
@@ -108,7 +97,7 @@ function renderRow(kb) {
   );
   if (kb.in_home) {
     row.append(
-      button("Remove", "kb-remove", `Remove ${kb.name}`, async () => {
+      actionButton("Remove", "kb-remove", `Remove ${kb.name}`, async () => {
         if (!window.confirm(`Remove the knowledge base ${kb.name}? Its index is moved aside; your documents stay where they are.`)) return;
         await api("POST", "/api/kbs/remove", { name: kb.name });
         await loadKbs();
