@@ -96,25 +96,7 @@ fn without_lookaround(p: &str) -> String {
         let opens = ["(?<=", "(?<!"].iter().any(|o| rest.starts_with(o))
             || ["(?=", "(?!"].iter().any(|o| rest.starts_with(o));
         if !opens {
-            match chars[i] {
-                '\\' => {
-                    out.extend(chars[i..(i + 2).min(chars.len())].iter());
-                    i += 2;
-                }
-                '[' => {
-                    let start = i;
-                    i += 1;
-                    while i < chars.len() && chars[i] != ']' {
-                        i += if chars[i] == '\\' { 2 } else { 1 };
-                    }
-                    i = (i + 1).min(chars.len());
-                    out.extend(chars[start..i].iter());
-                }
-                c => {
-                    out.push(c);
-                    i += 1;
-                }
-            }
+            i = copy_token(&chars, i, &mut out);
             continue;
         }
         // Skip the group, its nested groups, escapes and classes.
@@ -205,26 +187,31 @@ fn with_groups_for_backreferences(p: &str) -> String {
                 }
                 i += 2;
             }
-            '\\' => {
-                out.extend(chars[i..(i + 2).min(chars.len())].iter());
-                i += 2;
-            }
-            '[' => {
-                let start = i;
-                i += 1;
-                while i < chars.len() && chars[i] != ']' {
-                    i += if chars[i] == '\\' { 2 } else { 1 };
-                }
-                i = (i + 1).min(chars.len());
-                out.extend(chars[start..i].iter());
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
+            _ => i = copy_token(&chars, i, &mut out),
         }
     }
     out
+}
+
+/// Copies the pattern's token at `i` to `out` (an escape, a whole character class, or one
+/// character) and returns where the next one starts: escapes and classes are stepped
+/// over whole, so their parentheses do not count as groups.
+fn copy_token(chars: &[char], mut i: usize, out: &mut String) -> usize {
+    let start = i;
+    match chars[i] {
+        '\\' => i += 2,
+        '[' => {
+            i += 1;
+            while i < chars.len() && chars[i] != ']' {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+        }
+        _ => i += 1,
+    }
+    let end = i.min(chars.len());
+    out.extend(&chars[start..end]);
+    end
 }
 
 #[cfg(test)]
