@@ -104,11 +104,7 @@ fn without_lookaround(p: &str) -> String {
         while i < chars.len() {
             match chars[i] {
                 '\\' => i += 1,
-                '[' => {
-                    while i < chars.len() && chars[i] != ']' {
-                        i += if chars[i] == '\\' { 2 } else { 1 };
-                    }
-                }
+                '[' => i = class_close(&chars, i),
                 '(' => depth += 1,
                 ')' => {
                     depth -= 1;
@@ -137,11 +133,7 @@ fn with_groups_for_backreferences(p: &str) -> String {
     while i < chars.len() {
         match chars[i] {
             '\\' => i += 1,
-            '[' => {
-                while i < chars.len() && chars[i] != ']' {
-                    i += if chars[i] == '\\' { 2 } else { 1 };
-                }
-            }
+            '[' => i = class_close(&chars, i),
             '(' => {
                 let rest: String = chars[i..chars.len().min(i + 4)].iter().collect();
                 let capturing = !rest.starts_with("(?")
@@ -200,18 +192,21 @@ fn copy_token(chars: &[char], mut i: usize, out: &mut String) -> usize {
     let start = i;
     match chars[i] {
         '\\' => i += 2,
-        '[' => {
-            i += 1;
-            while i < chars.len() && chars[i] != ']' {
-                i += if chars[i] == '\\' { 2 } else { 1 };
-            }
-            i += 1;
-        }
+        '[' => i = class_close(chars, i) + 1,
         _ => i += 1,
     }
     let end = i.min(chars.len());
     out.extend(&chars[start..end]);
     end
+}
+
+/// The index of the `]` that closes the character class opening at `i` (the pattern's
+/// length when none does); escaped brackets inside it are stepped over.
+fn class_close(chars: &[char], mut i: usize) -> usize {
+    while i < chars.len() && chars[i] != ']' {
+        i += if chars[i] == '\\' { 2 } else { 1 };
+    }
+    i
 }
 
 #[cfg(test)]
