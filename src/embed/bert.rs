@@ -21,6 +21,8 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 use serde::Deserialize;
 
+use crate::llm::tiled_q8::TiledQ8;
+
 use super::kernels::{
     add_product, add_row_to, fill_rows, gelu, layer_norm, softmax, strided_product, Matrix,
 };
@@ -67,19 +69,33 @@ pub struct Bert {
     config: BertConfig,
 }
 
-/// A dense layer, its weights transposed to `in × out` so that `x · w` is row-major.
+/// A dense layer's weights: f32 transposed to `in × out` so that `x · w` is row-major, or
+/// Q8_0 tiles multiplied with VNNI (`tiled_q8`).
+enum Weights {
+    F32(Vec<f32>),
+    Int8(TiledQ8),
+}
+
 struct Dense {
-    w: Vec<f32>,
+    w: Weights,
     b: Vec<f32>,
     inputs: usize,
 }
 
 impl Dense {
-    fn matrix(&self) -> Matrix<'_> {
-        Matrix {
-            data: &self.w,
-            rows: self.inputs,
-            cols: self.b.len(),
+    /// `out += x · w` for the rows of `x` (width `inputs`).
+    fn add_product(&self, x: &[f32], out: &mut [f32]) {
+        match &self.w {
+            Weights::F32(w) => add_product(
+                Matrix::rows_of(x, self.inputs),
+                Matrix {
+                    data: w,
+                    rows: self.inputs,
+                    cols: self.b.len(),
+                },
+                out,
+            ),
+            Weights::Int8(tiles) => tiles.add_product(x, x.len() / self.inputs, out),
         }
     }
 }
@@ -109,21 +125,26 @@ fn values(t: &Tensor) -> Result<Vec<f32>> {
     Ok(t.to_dtype(DType::F32)?.flatten_all()?.to_vec1()?)
 }
 
-/// A dense layer from Hugging Face's `out × in` weight and bias, each scaled by `scale`.
-fn dense(weight: &Tensor, bias: &Tensor, scale: f64) -> Result<Dense> {
-    let (_, inputs) = weight.dims2()?;
+/// A dense layer from Hugging Face's `out × in` weight and bias.
+fn dense(weight: &Tensor, bias: &Tensor, int8: bool) -> Result<Dense> {
+    let (outputs, inputs) = weight.dims2()?;
+    let w = if int8 {
+        Weights::Int8(TiledQ8::from_f32(&values(weight)?, outputs, inputs)?)
+    } else {
+        Weights::F32(values(&weight.t()?.contiguous()?)?)
+    };
     Ok(Dense {
-        w: values(&(weight.t()?.contiguous()? * scale)?)?,
-        b: values(&(bias * scale)?)?,
+        w,
+        b: values(bias)?,
         inputs,
     })
 }
 
-fn linear(vb: &VarBuilder, rows: usize, cols: usize) -> Result<Dense> {
+fn linear(vb: &VarBuilder, rows: usize, cols: usize, int8: bool) -> Result<Dense> {
     dense(
         &vb.get((rows, cols), "weight")?,
         &vb.get(rows, "bias")?,
-        1.0,
+        int8,
     )
 }
 
@@ -138,7 +159,7 @@ fn layer_norm_of(vb: &VarBuilder, dim: usize, eps: f64) -> Result<Norm> {
 impl Bert {
     /// Loads the encoder from `vb` (tensors named as Hugging Face's `BertModel` saves
     /// them, with or without a `bert.` prefix).
-    pub fn load(vb: VarBuilder, config: &BertConfig) -> Result<Self> {
+    pub fn load(vb: VarBuilder, config: &BertConfig, int8: bool) -> Result<Self> {
         if config.hidden_act != "gelu" {
             bail!(
                 "hidden_act {:?} is not supported (MiniLM and BERT use \"gelu\")",
@@ -183,14 +204,14 @@ impl Bert {
             let qkv = dense(
                 &Tensor::cat(&[&qw, &k.0, &v.0], 0)?,
                 &Tensor::cat(&[&qb, &k.1, &v.1], 0)?,
-                1.0,
+                int8,
             )?;
             layers.push(Layer {
                 qkv,
-                attn_out: linear(&l.pp("attention.output.dense"), d, d)?,
+                attn_out: linear(&l.pp("attention.output.dense"), d, d, int8)?,
                 attn_norm: layer_norm_of(&l.pp("attention.output.LayerNorm"), d, eps)?,
-                up: linear(&l.pp("intermediate.dense"), ff, d)?,
-                down: linear(&l.pp("output.dense"), d, ff)?,
+                up: linear(&l.pp("intermediate.dense"), ff, d, int8)?,
+                down: linear(&l.pp("output.dense"), d, ff, int8)?,
                 ffn_norm: layer_norm_of(&l.pp("output.LayerNorm"), d, eps)?,
             });
         }
@@ -282,19 +303,17 @@ impl Buffers {
 impl Layer {
     fn forward(&self, x: &mut Vec<f32>, starts: &[usize], heads: usize, b: &mut Buffers) {
         let d = self.attn_out.inputs;
-        let rows = Matrix::rows_of;
         fill_rows(&mut b.qkv, &self.qkv.b);
-        add_product(rows(x, d), self.qkv.matrix(), &mut b.qkv);
+        self.qkv.add_product(x, &mut b.qkv);
         attention(&b.qkv, starts, heads, d, &mut b.context);
         add_row_to(x, &self.attn_out.b, &mut b.attended);
-        add_product(rows(&b.context, d), self.attn_out.matrix(), &mut b.attended);
+        self.attn_out.add_product(&b.context, &mut b.attended);
         self.attn_norm.apply(&mut b.attended);
         fill_rows(&mut b.inner, &self.up.b);
-        add_product(rows(&b.attended, d), self.up.matrix(), &mut b.inner);
+        self.up.add_product(&b.attended, &mut b.inner);
         gelu(&mut b.inner);
         add_row_to(&b.attended, &self.down.b, &mut b.out);
-        let ff = self.up.b.len();
-        add_product(rows(&b.inner, ff), self.down.matrix(), &mut b.out);
+        self.down.add_product(&b.inner, &mut b.out);
         self.ffn_norm.apply(&mut b.out);
         std::mem::swap(x, &mut b.out);
     }

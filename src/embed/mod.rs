@@ -1,12 +1,14 @@
 //! Sentence embeddings on all-MiniLM-L6-v2 (the encoder in `bert`): mean pooling over
 //! each text's tokens, L2-normalised, as sentence-transformers computes
 //! them (a test checks cosine ≥ 0.999 against vectors the reference implementation
-//! produced).
+//! produced, at both precisions). Where the CPU has AVX-512 VNNI the dense layers run in
+//! int8 (`Precision`); KBs need no rebuild, since int8 and f32 vectors of a text agree
+//! to a cosine of 0.999.
 
 mod bert;
 mod kernels;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
 
@@ -22,8 +24,31 @@ pub const MAX_TOKENS: usize = 256;
 /// synchronisations of each layer, and the activations of 4,096 tokens stay under 60 MB.
 const BATCH_TOKENS: usize = 4096;
 
+/// How the encoder's dense layers multiply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// f32 weights through `gemm`: sentence-transformers' arithmetic.
+    F32,
+    /// Weights and activations as Q8_0 blocks through the VNNI tiles the LLM uses
+    /// (`llm::tiled_q8`): about twice as fast on 2 cores, cosine ≥ 0.999 to f32.
+    Int8,
+}
+
+impl Precision {
+    /// Int8 where the CPU has AVX-512 VNNI, unless `SEXTANT_EMBED_F32` is set.
+    pub fn default_here() -> Precision {
+        if crate::llm::tiled_q8::available() && std::env::var_os("SEXTANT_EMBED_F32").is_none() {
+            Precision::Int8
+        } else {
+            Precision::F32
+        }
+    }
+}
+
 pub struct Embedder {
     model: Bert,
+    precision: Precision,
     tokenizer: Tokenizer,
     pub dim: usize,
     pub name: String,
@@ -31,6 +56,14 @@ pub struct Embedder {
 
 impl Embedder {
     pub fn load(model: &VerifiedModel) -> Result<Self> {
+        Self::load_as(model, Precision::default_here())
+    }
+
+    /// Loads with the dense layers at `precision` (int8 only where `tiled_q8::available()`).
+    pub fn load_as(model: &VerifiedModel, precision: Precision) -> Result<Self> {
+        if precision == Precision::Int8 && !crate::llm::tiled_q8::available() {
+            bail!("int8 embedding needs AVX-512 VNNI, which this CPU lacks; use f32");
+        }
         let device = Device::Cpu;
         let config_path = model.file("config.json");
         let config: BertConfig = serde_json::from_str(
@@ -42,8 +75,8 @@ impl Embedder {
         let weights = model.file("model.safetensors");
         // SAFETY: the store never rewrites a file in place (it writes and renames).
         let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &device)? };
-        let bert =
-            Bert::load(vb, &config).with_context(|| format!("loading {}", weights.display()))?;
+        let bert = Bert::load(vb, &config, precision == Precision::Int8)
+            .with_context(|| format!("loading {}", weights.display()))?;
         let tok_path = model.file("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&tok_path)
             .map_err(|e| anyhow!("cannot load {}: {e}", tok_path.display()))?;
@@ -58,10 +91,15 @@ impl Embedder {
             .map_err(|e| anyhow!("tokenizer truncation: {e}"))?;
         Ok(Embedder {
             model: bert,
+            precision,
             tokenizer,
             dim,
             name: model.spec.name.clone(),
         })
+    }
+
+    pub fn precision(&self) -> Precision {
+        self.precision
     }
 
     /// The tokenizer, for counting tokens when chunking (no padding or truncation).

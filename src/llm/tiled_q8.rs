@@ -26,7 +26,7 @@ use candle_core::{Device, Tensor};
 use half::f16;
 use rayon::prelude::*;
 
-use super::q5_0::{q8_blocks, Q8Block};
+use super::q5_0::q8_blocks;
 
 /// Rows per tile: one 512-bit register of 32-bit sums.
 pub const TILE: usize = 16;
@@ -195,31 +195,55 @@ impl TiledQ8 {
             .flatten_all()?
             .to_vec1::<f32>()?;
         let mut out = vec![0f32; m * self.n];
-        if m == 1 {
-            self.gemv(&xs, &mut out);
-        } else {
-            self.gemm(&xs, m, &mut out);
-        }
+        self.add_product(&xs, m, &mut out);
         Ok(Tensor::from_vec(out, (m, self.n), x.device())?)
+    }
+
+    /// A float matrix of `n` rows by `k` columns (row-major), each row quantized to Q8_0
+    /// blocks as ggml quantizes a weight (the embedder's int8 path).
+    pub fn from_f32(w: &[f32], n: usize, k: usize) -> Result<TiledQ8> {
+        if w.len() != n * k {
+            bail!("{} values for a {n}×{k} matrix", w.len());
+        }
+        let t = Tensor::from_slice(w, (n, k), &Device::Cpu)?;
+        TiledQ8::from_parts(&[QTensor::quantize(&t, GgmlDType::Q8_0)?])
+    }
+
+    /// Output width (rows of the weight).
+    pub fn outputs(&self) -> usize {
+        self.n
+    }
+
+    /// `out += x · Wᵀ` for `m` activation rows of width `k` (row-major); `out` is `m × n`
+    /// and holds what is to be added (bias, residual) on entry.
+    pub fn add_product(&self, xs: &[f32], m: usize, out: &mut [f32]) {
+        assert!(xs.len() >= m * self.k && out.len() >= m * self.n);
+        if m == 1 {
+            self.gemv(&xs[..self.k], &mut out[..self.n]);
+        } else {
+            self.gemm(xs, m, out);
+        }
     }
 
     /// `x · Wᵀ` for `m` activation rows: each weight group loaded once serves four rows
     /// (a prompt's product, with no f32 copy of the weight).
     fn gemm(&self, xs: &[f32], m: usize, out: &mut [f32]) {
         let nb = self.k / QK;
-        let act: Vec<Act> = xs
-            .par_chunks(self.k)
-            .flat_map_iter(|x| {
-                q8_blocks(&quantize_row(x))
-                    .iter()
-                    .map(Act::new)
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let act = quantize_rows(&xs[..m * self.k], m, self.k);
         let tiles = self.blocks.len() / nb;
         let width = tiles * TILE;
-        let mut padded = vec![0f32; m * width];
-        let dst = SharedOut(padded.as_mut_ptr());
+        // The kernel adds its sums to the output; a width that is not whole tiles goes
+        // through a padded buffer.
+        let mut padded = if width == self.n {
+            Vec::new()
+        } else {
+            vec![0f32; m * width]
+        };
+        let dst = SharedOut(if width == self.n {
+            out.as_mut_ptr()
+        } else {
+            padded.as_mut_ptr()
+        });
         let (tile_tasks, row_tasks) = (tiles.div_ceil(GEMM_TILES), m.div_ceil(GEMM_ROWS));
         // Tile-major task order: the tasks of one thread's chunk mostly share their weight
         // tiles (a pair is 2 × nb × 576 bytes, resident in L1/L2) and stream the rows.
@@ -246,13 +270,15 @@ impl TiledQ8 {
             }
         });
         for (y, p) in out.chunks_mut(self.n).zip(padded.chunks(width)) {
-            y.copy_from_slice(&p[..self.n]);
+            for (y, p) in y.iter_mut().zip(&p[..self.n]) {
+                *y += p;
+            }
         }
     }
 
     fn gemv(&self, x: &[f32], out: &mut [f32]) {
         let nb = self.k / QK;
-        let act: Vec<Act> = q8_blocks(&quantize_row(x)).iter().map(Act::new).collect();
+        let act = quantize_rows(x, 1, self.k);
         // Four tiles (64 rows) a task: four independent chains of `vpdpbusd` share each
         // broadcast of the activation. candle's barrier pool runs the tasks, as it runs
         // the K-quant products of the same forward pass: two pools would contend for the
@@ -280,7 +306,9 @@ impl TiledQ8 {
                 }
             }
         });
-        out.copy_from_slice(&padded[..self.n]);
+        for (y, p) in out.iter_mut().zip(&padded[..self.n]) {
+            *y += p;
+        }
     }
 
     /// The weights as f32 `(n, k)` (the conversion test's view of them).
@@ -334,6 +362,7 @@ impl SharedOut {
 
 /// An activation block: bytes, scale, -128 × their sum (see `TileBlock`), and scale ×
 /// sum rounded to f16 (ggml's Q8_1 `s`, which a Q4_1 block's minimum multiplies).
+#[derive(Clone, Copy)]
 struct Act {
     qs: [i8; QK],
     d: f32,
@@ -342,16 +371,34 @@ struct Act {
 }
 
 impl Act {
-    fn new(b: &Q8Block) -> Act {
-        let sum: i32 = b.qs.iter().map(|&q| q as i32).sum();
-        let d = b.d.to_f32();
-        Act {
-            qs: b.qs,
-            d,
-            correction: -128 * sum,
-            scaled_sum: f16::from_f32(d * sum as f32).to_f32(),
+    const ZERO: Act = Act {
+        qs: [0; QK],
+        d: 0.0,
+        correction: 0,
+        scaled_sum: 0.0,
+    };
+}
+
+/// `m` rows of width `k` as activation blocks, row after row, quantized as candle's
+/// `BlockQ8_0::from_float` does (scale max|x| / 127 kept as f16, bytes rounded half away
+/// from zero with the unrounded scale) but 32 values at a time (`kernel::quantize`):
+/// candle's loop made a prompt's product spend a sixth of its time quantizing.
+fn quantize_rows(xs: &[f32], m: usize, k: usize) -> Vec<Act> {
+    let nb = k / QK;
+    let mut act = vec![Act::ZERO; m * nb];
+    let row = |(blocks, x): (&mut [Act], &[f32])| {
+        for (a, x) in blocks.iter_mut().zip(x.chunks_exact(QK)) {
+            // SAFETY: tiles exist, and this runs, only where `available()`.
+            unsafe { kernel::quantize(x, a) }
         }
+    };
+    if m == 1 {
+        // One token while decoding: not worth a parallel call.
+        row((&mut act, xs));
+    } else {
+        act.par_chunks_mut(nb).zip(xs.par_chunks(k)).for_each(row);
     }
+    act
 }
 
 /// `x` (whole blocks) as Q8_0, quantized by candle as ggml quantizes an activation for a
@@ -412,6 +459,8 @@ fn q5_0_block(b: &[u8]) -> (f32, [i8; QK]) {
 #[cfg(target_arch = "x86_64")]
 mod kernel {
     use std::arch::x86_64::*;
+
+    use half::f16;
 
     use super::{Act, Mins, TileBlock, GROUPS, TILE};
 
@@ -556,9 +605,43 @@ mod kernel {
         }
         for (t, acc) in acc.iter().enumerate() {
             for (r, acc) in acc.iter().enumerate() {
-                _mm512_storeu_ps(out.add(r * stride + t * TILE), *acc);
+                let at = out.add(r * stride + t * TILE);
+                _mm512_storeu_ps(at, _mm512_add_ps(_mm512_loadu_ps(at), *acc));
             }
         }
+    }
+
+    /// 32 values as an activation block (`quantize_rows`). The rounding is LLVM's exact
+    /// lowering of `f32::round`: add the largest float below one half with the value's
+    /// sign, then truncate.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+    pub(super) unsafe fn quantize(x: &[f32], a: &mut Act) {
+        const HALF_BELOW: f32 = 0.499_999_97;
+        let lo = _mm512_loadu_ps(x.as_ptr());
+        let hi = _mm512_loadu_ps(x.as_ptr().add(TILE));
+        let amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+        let d = amax / 127.0;
+        let id = _mm512_set1_ps(if d != 0.0 { 1.0 / d } else { 0.0 });
+        let sign = _mm512_set1_epi32(i32::MIN);
+        let half = _mm512_set1_ps(HALF_BELOW);
+        let round = |v: __m512| {
+            let y = _mm512_mul_ps(v, id);
+            let h = _mm512_or_si512(
+                _mm512_and_si512(_mm512_castps_si512(y), sign),
+                _mm512_castps_si512(half),
+            );
+            _mm512_cvttps_epi32(_mm512_add_ps(y, _mm512_castsi512_ps(h)))
+        };
+        let (qlo, qhi) = (round(lo), round(hi));
+        _mm_storeu_si128(a.qs.as_mut_ptr() as *mut __m128i, _mm512_cvtepi32_epi8(qlo));
+        _mm_storeu_si128(
+            a.qs.as_mut_ptr().add(TILE) as *mut __m128i,
+            _mm512_cvtepi32_epi8(qhi),
+        );
+        let sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qlo, qhi));
+        a.d = f16::from_f32(d).to_f32();
+        a.correction = -128 * sum;
+        a.scaled_sum = f16::from_f32(a.d * sum as f32).to_f32();
     }
 }
 
@@ -584,6 +667,10 @@ mod kernel {
         _: *mut f32,
         _: usize,
     ) {
+        unreachable!("TiledQ8 is built only where `available()`")
+    }
+
+    pub(super) unsafe fn quantize(_: &[f32], _: &mut Act) {
         unreachable!("TiledQ8 is built only where `available()`")
     }
 }
@@ -637,6 +724,63 @@ mod tests {
         let tiled = TiledQ8::from_parts(&[qc, qd]).unwrap();
         assert!(tiled.mins.is_some());
         assert!(max_gap(&tiled.dequantize().unwrap(), &want) <= 1e-6);
+    }
+
+    #[test]
+    fn activation_blocks_are_candles_q8_0_bit_for_bit() {
+        if !available() {
+            eprintln!("no AVX-512 VNNI here: the tile kernel is not exercised");
+            return;
+        }
+        let mut x: Vec<f32> = (0..32 * 64)
+            .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 37.0)
+            .collect();
+        // Ties: scale 1, so each x.5 rounds away from zero; then a block of zeros.
+        for (j, v) in x[..32].iter_mut().enumerate() {
+            *v = if j == 0 { 127.0 } else { j as f32 - 16.5 };
+        }
+        x[32..64].fill(0.0);
+        let ours = quantize_rows(&x, 64, 32);
+        let candles = quantize_row(&x);
+        for (i, (a, b)) in ours.iter().zip(q8_blocks(&candles)).enumerate() {
+            assert_eq!(a.qs, b.qs, "block {i}");
+            assert_eq!(a.d, b.d.to_f32(), "block {i}");
+            let sum: i32 = b.qs.iter().map(|&q| q as i32).sum();
+            assert_eq!(a.correction, -128 * sum, "block {i}");
+        }
+    }
+
+    #[test]
+    fn a_float_matrix_as_tiles_adds_its_product_to_the_output() {
+        if !available() {
+            eprintln!("no AVX-512 VNNI here: the tile kernel is not exercised");
+            return;
+        }
+        let (n, k, m) = (48, 96, 5);
+        let w: Vec<f32> = (0..n * k)
+            .map(|i| ((i * 37 % 23) as f32 - 11.0) / 10.0)
+            .collect();
+        let x: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 13 % 19) as f32 - 9.0) / 5.0)
+            .collect();
+        let tiles = TiledQ8::from_f32(&w, n, k).unwrap();
+        assert_eq!(tiles.outputs(), n);
+        let mut out: Vec<f32> = (0..m * n).map(|i| i as f32).collect();
+        tiles.add_product(&x, m, &mut out);
+        for r in 0..m {
+            for c in 0..n {
+                let terms = (0..k).map(|j| x[r * k + j] * w[c * k + j]);
+                let magnitude: f32 = terms.clone().map(f32::abs).sum();
+                let want = (r * n + c) as f32 + terms.sum::<f32>();
+                let got = out[r * n + c];
+                // Two 8-bit roundings: well under 1 % of the terms' magnitude.
+                assert!(
+                    (got - want).abs() <= 0.005 * magnitude,
+                    "{r},{c}: {got} vs {want}"
+                );
+            }
+        }
+        assert!(TiledQ8::from_f32(&w, n, k + 1).is_err());
     }
 
     #[test]

@@ -65,8 +65,13 @@ pub struct ExpansionReport {
 #[derive(Debug, Serialize)]
 pub struct KbBenchReport {
     pub threads: usize,
+    /// The precision the embedder ran at (the default on this CPU).
+    pub embed_precision: sextant::embed::Precision,
     pub embed_sentences_per_s: f64,
     pub embed_mean_tokens: f64,
+    /// Int8 only: f32 on the same texts in the same run, and how far the vectors differ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embed_f32: Option<F32Embedding>,
     pub ingest_files: usize,
     pub ingest_chunks: usize,
     pub ingest_chunks_per_s: f64,
@@ -76,6 +81,16 @@ pub struct KbBenchReport {
     /// sentence-transformers on the same texts and threads (`--compare-python`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peer: Option<PeerEmbedding>,
+}
+
+/// The f32 encoder on the texts the int8 one embedded.
+#[derive(Debug, Serialize)]
+pub struct F32Embedding {
+    pub chunks_per_s: f64,
+    /// Int8's rate over f32's.
+    pub int8_ratio: f64,
+    /// The lowest cosine between a text's int8 and f32 vectors.
+    pub worst_cosine: f32,
 }
 
 /// The peer's figure and Sextant's against it.
@@ -136,7 +151,7 @@ pub fn run_kb(
     args: &KbBenchArgs,
 ) -> Result<()> {
     use rand::{Rng, SeedableRng};
-    use sextant::embed::Embedder;
+    use sextant::embed::{Embedder, Precision};
     use sextant::kb::ingest::{ingest, IngestOptions};
     use sextant::kb::parse::{DocKind, Section};
     use sextant::kb::search::{search, SearchMode};
@@ -174,6 +189,24 @@ pub fn run_kb(
     let t = Instant::now();
     let base_vectors = embedder.embed(&refs)?;
     let embed_rate = refs.len() as f64 / t.elapsed().as_secs_f64();
+    let embed_f32 = if embedder.precision() == Precision::Int8 {
+        let f32_embedder = Embedder::load_as(embedding_model, Precision::F32)?;
+        let t = Instant::now();
+        let vectors = f32_embedder.embed(&refs)?;
+        let rate = refs.len() as f64 / t.elapsed().as_secs_f64();
+        let worst_cosine = vectors
+            .iter()
+            .zip(&base_vectors)
+            .map(|(a, b)| sextant::embed::cosine(a, b))
+            .fold(1.0f32, f32::min);
+        Some(F32Embedding {
+            chunks_per_s: rate,
+            int8_ratio: embed_rate / rate,
+            worst_cosine,
+        })
+    } else {
+        None
+    };
 
     let questions: Vec<String> = vec![
         "how do I roll back a deployment",
@@ -319,8 +352,10 @@ pub fn run_kb(
     let r = KbBenchReport {
         peer,
         threads: sextant::llm::threads(),
+        embed_precision: embedder.precision(),
         embed_sentences_per_s: embed_rate,
         embed_mean_tokens: mean_tokens,
+        embed_f32,
         ingest_files: report.added.len(),
         ingest_chunks: report.chunks_embedded,
         ingest_chunks_per_s: ingest_rate,
@@ -334,9 +369,15 @@ pub fn run_kb(
     }
     println!("threads {}", r.threads);
     println!(
-        "embedding: {:.1} chunks/s (mean {:.0} tokens)",
-        r.embed_sentences_per_s, r.embed_mean_tokens
+        "embedding ({:?}): {:.1} chunks/s (mean {:.0} tokens)",
+        r.embed_precision, r.embed_sentences_per_s, r.embed_mean_tokens
     );
+    if let Some(f) = &r.embed_f32 {
+        println!(
+            "f32 on the same texts: {:.1} chunks/s; int8 {:.2}x; worst cosine int8 vs f32 {:.5}",
+            f.chunks_per_s, f.int8_ratio, f.worst_cosine
+        );
+    }
     println!(
         "ingest of the sample KB: {} files, {} chunks, {:.1} chunks/s end to end, {:.2} MB on disk",
         r.ingest_files, r.ingest_chunks, r.ingest_chunks_per_s, r.sample_kb_mb
