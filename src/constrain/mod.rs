@@ -9,6 +9,7 @@ pub mod conflicts;
 pub mod narrow;
 pub mod one_of;
 mod patterns;
+mod token_env;
 pub mod validate;
 
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use llguidance::api::TopLevelGrammar;
-use llguidance::toktrie::{SimpleVob, TokEnv};
+use llguidance::toktrie::SimpleVob;
 use llguidance::{Matcher, ParserFactory};
 use serde_json::Value;
 
@@ -74,15 +75,12 @@ pub struct GrammarEngine {
 }
 
 impl GrammarEngine {
-    pub fn new(tokenizer: &tokenizers::Tokenizer, eos: &[u32], n_vocab: usize) -> Result<Self> {
-        let mut bt = toktrie_hf_tokenizers::ByteTokenizer::from_tokenizer(tokenizer.clone())
-            .map_err(|e| anyhow!("llguidance cannot use the tokenizer: {e}"))?;
-        // Any of the model's end tokens may close the output (SmolLM2: <|im_end|> and
-        // <|endoftext|>); the default is only the tokenizer's first.
-        bt.set_eos_tokens(eos);
-        let env: TokEnv = bt
-            .into_tok_env(Some(n_vocab))
-            .map_err(|e| anyhow!("llguidance token environment: {e}"))?;
+    pub fn new(
+        tokenizer: &Arc<tokenizers::Tokenizer>,
+        eos: &[u32],
+        n_vocab: usize,
+    ) -> Result<Self> {
+        let env = token_env::token_env(tokenizer, eos, n_vocab)?;
         let mut factory = ParserFactory::new_simple(&env)?;
         factory.set_stderr_log_level(0);
         Ok(GrammarEngine {

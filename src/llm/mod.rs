@@ -24,6 +24,7 @@ pub mod synthetic;
 pub mod tiled_q8;
 #[cfg(test)]
 pub(crate) mod tiny;
+pub mod token_table;
 pub mod tokenizer;
 pub mod weights;
 

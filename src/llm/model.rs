@@ -3,6 +3,7 @@
 //! engine, loaded from a verified GGUF file).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -72,7 +73,7 @@ pub struct Llm {
     pub name: String,
     pub architecture: String,
     pub model: Box<dyn CausalLm>,
-    pub tokenizer: Tokenizer,
+    pub tokenizer: Arc<Tokenizer>,
     pub template: ChatTemplate,
     /// Tokens that end a turn (SmolLM2: `<|im_end|>` and `<|endoftext|>`).
     pub eos: Vec<u32>,
@@ -144,6 +145,8 @@ impl Llm {
             bail!("{}: no end-of-sequence token found", path.display());
         }
         let llm = Self::from_parts(name, &architecture, model, tokenizer, template, eos, device)?;
+        drop(file);
+        super::runtime::release_freed_memory();
         Ok(Llm {
             load_ms: start.elapsed().as_secs_f64() * 1e3,
             ..llm
@@ -160,6 +163,7 @@ impl Llm {
         eos: Vec<u32>,
         device: Device,
     ) -> Result<Self> {
+        let tokenizer = Arc::new(tokenizer);
         let grammar = GrammarEngine::new(&tokenizer, &eos, model.n_vocab())?;
         Ok(Llm {
             name: name.to_string(),

@@ -214,6 +214,28 @@ impl TiledQ8 {
         self.n
     }
 
+    /// Row `r` of the weight as f32, appended to `out`: what candle's dequantization of
+    /// the source block gives, where the conversion was exact (`exact_from`). A tied
+    /// token embedding is looked up here instead of in a second copy of the table.
+    pub fn append_row(&self, r: usize, out: &mut Vec<f32>) {
+        let nb = self.k / QK;
+        let (tile, i) = (r / TILE, r % TILE);
+        for b in 0..nb {
+            let at = tile * nb + b;
+            let tb = &self.blocks[at];
+            let d = tb.d[i];
+            match &self.mins {
+                Some(mins) => {
+                    let m = mins[at].0[i];
+                    out.extend((0..QK).map(|j| tb.qs[j / 4][i * 4 + j % 4] as f32 * d + m));
+                }
+                None => out.extend(
+                    (0..QK).map(|j| ((tb.qs[j / 4][i * 4 + j % 4] ^ 0x80) as i8) as f32 * d),
+                ),
+            }
+        }
+    }
+
     /// `out += x · Wᵀ` for `m` activation rows of width `k` (row-major); `out` is `m × n`
     /// and holds what is to be added (bias, residual) on entry.
     pub fn add_product(&self, xs: &[f32], m: usize, out: &mut [f32]) {
@@ -747,6 +769,27 @@ mod tests {
             assert_eq!(a.d, b.d.to_f32(), "block {i}");
             let sum: i32 = b.qs.iter().map(|&q| q as i32).sum();
             assert_eq!(a.correction, -128 * sum, "block {i}");
+        }
+    }
+
+    #[test]
+    fn a_row_reads_back_as_candles_dequantization_bit_for_bit() {
+        for dtype in [GgmlDType::Q8_0, GgmlDType::Q5_0, GgmlDType::Q4_1] {
+            let (n, k) = (37, 96);
+            let q = QTensor::quantize(&matrix(n, k, 5), dtype).unwrap();
+            let want: Vec<f32> = q
+                .dequantize(&Device::Cpu)
+                .unwrap()
+                .flatten_all()
+                .unwrap()
+                .to_vec1()
+                .unwrap();
+            let tiled = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
+            for r in [0, 15, 16, 36] {
+                let mut row = Vec::new();
+                tiled.append_row(r, &mut row);
+                assert_eq!(row, want[r * k..(r + 1) * k], "{dtype:?} row {r}");
+            }
         }
     }
 

@@ -56,6 +56,10 @@ pub trait WeightSource: Sync {
     /// A tensor as stored (quantized), on the CPU.
     fn quantized(&self, name: &str) -> Result<QTensor>;
     fn has(&self, name: &str) -> bool;
+    /// A tensor's stored type (by default by reading it).
+    fn dtype(&self, name: &str) -> Result<GgmlDType> {
+        Ok(self.quantized(name)?.dtype())
+    }
 }
 
 pub struct GgufWeights<'a> {
@@ -74,6 +78,12 @@ impl WeightSource for GgufWeights<'_> {
     }
     fn has(&self, name: &str) -> bool {
         self.file.has_tensor(name)
+    }
+    fn dtype(&self, name: &str) -> Result<GgmlDType> {
+        match self.file.content.tensor_infos.get(name) {
+            Some(info) => Ok(info.ggml_dtype),
+            None => Ok(self.quantized(name)?.dtype()),
+        }
     }
 }
 
@@ -335,6 +345,29 @@ impl Linear {
         })
     }
 
+    /// The weight's rows `ids` as f32 `(ids.len(), k)`, where they are held exactly as the
+    /// file has them (tiles converted without loss from `dtype`, the file's type): a tied
+    /// output layer then serves as the token embedding. None otherwise.
+    pub fn rows_exactly(&self, ids: &[u32], dtype: GgmlDType) -> Option<Result<Tensor>> {
+        let Decode::Tiled(t) = &self.decode else {
+            return None;
+        };
+        if !tiled_q8::exact_from(dtype) || self.bias.is_some() {
+            return None;
+        }
+        let mut out = Vec::with_capacity(ids.len() * self.decode_k);
+        for &id in ids {
+            if id as usize >= t.outputs() {
+                return Some(Err(anyhow::anyhow!(
+                    "token id {id} is outside the vocabulary of {}",
+                    t.outputs()
+                )));
+            }
+            t.append_row(id as usize, &mut out);
+        }
+        Some(Tensor::from_vec(out, (ids.len(), self.decode_k), &Device::Cpu).map_err(Into::into))
+    }
+
     /// Whether prompts use an f32 copy of the weight.
     pub fn has_prefill_copy(&self) -> bool {
         self.prefill.is_some()
@@ -433,67 +466,6 @@ fn to_float_in_place(dtype: GgmlDType, src: &[u8], dst: &mut [f32]) -> bool {
         GgmlDType::Q5K => blocks::<BlockQ5K>(src, dst),
         GgmlDType::Q6K => blocks::<BlockQ6K>(src, dst),
         _ => false,
-    }
-}
-
-/// The token embedding table, kept in the file's (quantized) type: rows are dequantized
-/// as tokens are looked up, so a 152k-token vocabulary costs its file size, not 545 MB of
-/// f32.
-pub struct TokenEmbedding {
-    dtype: GgmlDType,
-    width: usize,
-    row_bytes: usize,
-    data: Vec<u8>,
-    device: Device,
-}
-
-impl TokenEmbedding {
-    pub fn new(q: &QTensor, device: &Device) -> Result<Self> {
-        let (rows, width) = q.shape().dims2()?;
-        let dtype = q.dtype();
-        if !width.is_multiple_of(dtype.block_size()) {
-            bail!("token embedding width {width} is not a multiple of {dtype:?} blocks");
-        }
-        let row_bytes = width / dtype.block_size() * dtype.type_size();
-        let data = q.data()?.into_owned();
-        if data.len() != rows * row_bytes {
-            bail!(
-                "token embedding has {} bytes, expected {}",
-                data.len(),
-                rows * row_bytes
-            );
-        }
-        Ok(TokenEmbedding {
-            dtype,
-            width,
-            row_bytes,
-            data,
-            device: device.clone(),
-        })
-    }
-
-    pub fn rows(&self) -> usize {
-        self.data.len() / self.row_bytes
-    }
-
-    /// `(tokens.len(), width)` f32 rows.
-    pub fn lookup(&self, tokens: &[u32]) -> Result<Tensor> {
-        let mut out = Vec::with_capacity(tokens.len() * self.width);
-        for &t in tokens {
-            let t = t as usize;
-            if t >= self.rows() {
-                bail!("token id {t} is outside the vocabulary of {}", self.rows());
-            }
-            let bytes = &self.data[t * self.row_bytes..(t + 1) * self.row_bytes];
-            let storage = QStorage::from_data(Cow::Borrowed(bytes), &Device::Cpu, self.dtype)?;
-            let row = QTensor::new(storage, (1, self.width))?.dequantize(&Device::Cpu)?;
-            out.extend(row.flatten_all()?.to_vec1::<f32>()?);
-        }
-        Ok(Tensor::from_vec(
-            out,
-            (tokens.len(), self.width),
-            &self.device,
-        )?)
     }
 }
 
