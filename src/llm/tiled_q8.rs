@@ -777,12 +777,9 @@ mod tests {
         for dtype in [GgmlDType::Q8_0, GgmlDType::Q5_0, GgmlDType::Q4_1] {
             let (n, k) = (37, 96);
             let q = QTensor::quantize(&matrix(n, k, 5), dtype).unwrap();
-            let want: Vec<f32> = q
+            let want = q
                 .dequantize(&Device::Cpu)
-                .unwrap()
-                .flatten_all()
-                .unwrap()
-                .to_vec1()
+                .and_then(|t| t.flatten_all()?.to_vec1::<f32>())
                 .unwrap();
             let tiled = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
             for r in [0, 15, 16, 36] {
