@@ -195,7 +195,11 @@ impl TiledQ8 {
             .flatten_all()?
             .to_vec1::<f32>()?;
         let mut out = vec![0f32; m * self.n];
-        self.add_product(&xs, m, &mut out);
+        if m == 1 {
+            self.gemv(&xs, &mut out);
+        } else {
+            self.gemm(&xs, m, &mut out, Pool::Candle);
+        }
         Ok(Tensor::from_vec(out, (m, self.n), x.device())?)
     }
 
@@ -237,19 +241,18 @@ impl TiledQ8 {
     }
 
     /// `out += x · Wᵀ` for `m` activation rows of width `k` (row-major); `out` is `m × n`
-    /// and holds what is to be added (bias, residual) on entry.
+    /// and holds what is to be added (bias, residual) on entry. Runs on rayon's pool, where
+    /// the embedder's other passes run: handing each product to candle's pool in between
+    /// left one pool's threads spinning while the other's waited for a core, and a
+    /// query's embedding took 15–25 ms instead of 2 at the 99th percentile.
     pub fn add_product(&self, xs: &[f32], m: usize, out: &mut [f32]) {
         assert!(xs.len() >= m * self.k && out.len() >= m * self.n);
-        if m == 1 {
-            self.gemv(&xs[..self.k], &mut out[..self.n]);
-        } else {
-            self.gemm(xs, m, out);
-        }
+        self.gemm(xs, m, out, Pool::Rayon);
     }
 
     /// `x · Wᵀ` for `m` activation rows: each weight group loaded once serves four rows
     /// (a prompt's product, with no f32 copy of the weight).
-    fn gemm(&self, xs: &[f32], m: usize, out: &mut [f32]) {
+    fn gemm(&self, xs: &[f32], m: usize, out: &mut [f32], pool: Pool) {
         let nb = self.k / QK;
         let act = quantize_rows(&xs[..m * self.k], m, self.k);
         let tiles = self.blocks.len() / nb;
@@ -269,7 +272,7 @@ impl TiledQ8 {
         let (tile_tasks, row_tasks) = (tiles.div_ceil(GEMM_TILES), m.div_ceil(GEMM_ROWS));
         // Tile-major task order: the tasks of one thread's chunk mostly share their weight
         // tiles (a pair is 2 × nb × 576 bytes, resident in L1/L2) and stream the rows.
-        candle_core::utils::barrier_pool().execute_chunked(tile_tasks * row_tasks, |range| {
+        let run = |range: std::ops::Range<usize>| {
             for task in range {
                 let (first, row) = (task / row_tasks * GEMM_TILES, task % row_tasks * GEMM_ROWS);
                 let count = GEMM_TILES.min(tiles - first);
@@ -290,7 +293,15 @@ impl TiledQ8 {
                     )
                 }
             }
-        });
+        };
+        let tasks = tile_tasks * row_tasks;
+        match pool {
+            Pool::Candle => candle_core::utils::barrier_pool().execute_chunked(tasks, run),
+            Pool::Rayon => (0..tasks)
+                .into_par_iter()
+                .with_min_len(row_tasks.max(1))
+                .for_each(|t| run(t..t + 1)),
+        }
         for (y, p) in out.chunks_mut(self.n).zip(padded.chunks(width)) {
             for (y, p) in y.iter_mut().zip(&p[..self.n]) {
                 *y += p;
@@ -369,6 +380,14 @@ impl TiledQ8 {
         out.truncate(self.n * self.k);
         Ok(Tensor::from_vec(out, (self.n, self.k), &Device::Cpu)?)
     }
+}
+
+/// Which thread pool runs a product's tasks: candle's for the LLM (its other operations
+/// run there), rayon's for the embedder.
+#[derive(Clone, Copy)]
+enum Pool {
+    Candle,
+    Rayon,
 }
 
 /// The output buffer, shared by the pool's tasks (each writes its own tiles).

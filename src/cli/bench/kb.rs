@@ -41,6 +41,8 @@ pub struct ScaleReport {
     pub index_mb: f64,
     pub db_mb: f64,
     pub keywords_mb: f64,
+    /// The store's search expansion at this size (`search_expansion_for`).
+    pub expansion: usize,
     /// recall@10 of the index's f16 vectors against exact search over the f32 ones, at
     /// the store's search expansion.
     pub recall_at_10: f64,
@@ -140,7 +142,7 @@ fn peer_embedding(
 /// Queries whose exact nearest neighbours are tracked while a synthetic index is built.
 const RECALL_QUERIES: usize = 100;
 /// Search expansions measured besides the store's.
-const EXPANSIONS: [usize; 3] = [64, 128, 512];
+const EXPANSIONS: [usize; 4] = [64, 128, 256, 512];
 
 /// `sextant bench kb`: embedding and ingest speed on the sample KB, then search latency
 /// over synthetic indexes of the given sizes (chunk texts recombined from the sample KB's
@@ -304,7 +306,8 @@ pub fn run_kb(
             Ok((percentile(ms.clone(), 0.5), percentile(ms, 0.99)))
         };
         let mut expansions = Vec::new();
-        for expansion in EXPANSIONS {
+        let store_expansion = sextant::kb::store::search_expansion_for(n);
+        for expansion in EXPANSIONS.into_iter().filter(|e| *e != store_expansion) {
             kb.store().set_search_expansion(expansion);
             let (d50, d99) = lat(SearchMode::Dense)?;
             expansions.push(ExpansionReport {
@@ -314,14 +317,14 @@ pub fn run_kb(
                 dense_ms_p99: d99,
             });
         }
-        kb.store()
-            .set_search_expansion(sextant::kb::store::SEARCH_EXPANSION);
+        kb.store().set_search_expansion(store_expansion);
         let (d50, d99) = lat(SearchMode::Dense)?;
         let (b50, b99) = lat(SearchMode::Bm25)?;
         let (h50, h99) = lat(SearchMode::Hybrid)?;
         scale.push(ScaleReport {
             chunks: n,
             build_s,
+            expansion: store_expansion,
             vectors_added_per_s: n as f64 / add_secs.max(1e-9),
             index_mb: dir_mb(dir.path(), sextant::kb::store::INDEX_FILE),
             db_mb: dir_mb(dir.path(), sextant::kb::store::DB_FILE),
@@ -396,7 +399,7 @@ pub fn run_kb(
     for s in &r.scale {
         println!(
             "{:>7} chunks: built in {:.1} s ({:.0} vectors/s added), index {:.1} MB, db {:.1} MB, \
-             keywords {:.1} MB; recall@10 {:.3}; \
+             keywords {:.1} MB; recall@10 {:.3} (expansion {}); \
              search p50/p99 ms: dense {:.2}/{:.2}, bm25 {:.2}/{:.2}, hybrid {:.2}/{:.2}",
             s.chunks,
             s.build_s,
@@ -405,6 +408,7 @@ pub fn run_kb(
             s.db_mb,
             s.keywords_mb,
             s.recall_at_10,
+            s.expansion,
             s.dense_ms_p50,
             s.dense_ms_p99,
             s.bm25_ms_p50,

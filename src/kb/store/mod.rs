@@ -24,7 +24,7 @@ use super::parse::{DocKind, Section};
 pub const DB_FILE: &str = "kb.sqlite";
 pub const INDEX_FILE: &str = "vectors.usearch";
 pub use keywords::KEYWORDS_DIR;
-pub use vectors::{ExactSearch, SEARCH_EXPANSION};
+pub use vectors::{search_expansion_for, ExactSearch, SEARCH_EXPANSION};
 
 /// The on-disk format this build writes. 1: SQLite + FTS5 + usearch; 2: a tantivy keyword
 /// index added (built from the chunks when a format-1 KB is opened).
@@ -269,7 +269,7 @@ impl Store {
             }
         }
         // Not kept in the file.
-        index.change_expansion_search(SEARCH_EXPANSION);
+        index.change_expansion_search(search_expansion_for(index.size()));
         // Per-thread search/add contexts for every core (adds run in parallel).
         index
             .reserve_capacity_and_threads(index.size().max(1024), rayon::current_num_threads())

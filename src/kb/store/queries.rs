@@ -368,7 +368,8 @@ impl Store {
     }
 
     /// Sets how many candidates the vector index's search explores (usearch's
-    /// `expansion_search`; `SEARCH_EXPANSION` by default): recall against time.
+    /// `expansion_search`; `search_expansion_for` its size by default, set again when
+    /// vectors are added): recall against time.
     pub fn set_search_expansion(&self, expansion: usize) {
         self.index.change_expansion_search(expansion);
     }
