@@ -272,8 +272,8 @@ step("Ask (reader): the draft streams, the checked answer replaces it; Esc stops
   // answer) shows no draft to stop: the next question is asked. Which questions draft
   // depends on the CPU's arithmetic (CI's AVX-512 kernels round differently from AVX2).
   // On a fast CPU the model may finish writing between the draft's first words and the
-  // key press (the answer is then checked, with nothing left to stop): the next question
-  // is asked, up to six times, and one Esc must stop a generation.
+  // key press (the answer is then checked, or already shown, with nothing left to stop):
+  // the next question is asked, up to six times, and one Esc must stop a generation.
   const questions = [
     "What do I check after rolling back a deployment?",
     "How do I roll back the worker fleet?",
@@ -295,7 +295,11 @@ step("Ask (reader): the draft streams, the checked answer replaces it; Esc stops
     }
     drafted = q;
     await page.keyboard.press("Escape");
-    await page.locator(`${tid("ask-result")}[data-state="stopped"]`).waitFor({ timeout: T_UI });
+    await page.locator(`${tid("ask-result")}[data-state="stopped"], ${tid("ask-result")}[data-state="done"]`).waitFor({ timeout: T_UI });
+    if ((await page.locator(tid("ask-result")).getAttribute("data-state")) === "done") {
+      console.log(`    "${q}" was answered before Esc reached the page; asking again`);
+      continue;
+    }
     after = before;
     for (let i = 0; i < 25 && after === before; i++) {
       await page.waitForTimeout(200);
