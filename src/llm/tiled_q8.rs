@@ -1,6 +1,6 @@
-//! Q8_0 weights in tiles of 16 rows, multiplied by activation rows with AVX-512 VNNI: one
-//! row at a time when decoding, four at a time for a prompt (each loaded weight group
-//! serves the four).
+//! Q8_0 and Q5_0 weights in tiles of 16 rows, multiplied by activation rows with AVX-512
+//! VNNI: one row at a time when decoding, four at a time for a prompt (each loaded weight
+//! group serves the four).
 //!
 //! candle's matmul asks a block type for at most four rows at a time, so a Q5_0 or Q8_0
 //! weight costs about ten instructions per 32 multiply-adds a row (decode, `maddubs`,
@@ -11,22 +11,27 @@
 //! multiple of 256 (Qwen2.5 0.5B's 896 is not, SmolLM2's 576 neither) and it keeps the
 //! repacked copy beside the original, twice the memory; this layout is the only copy.
 //!
-//! Exactness: a Q8_0 block is copied, and a Q5_0 block is converted without loss (its
-//! integers -16..15 times 8 fit a byte, its scale over 8 is kept as f32). A matrix that is
-//! all Q4_1 keeps its blocks too: its integers 0..15 as unsigned bytes, its scale, and its
-//! minimum in a second row of 16 per block (`mins`), added as minimum × (activation scale
-//! × activation sum) as ggml's Q4_1 × Q8_1 product does. Other types are dequantized and
-//! re-quantized to Q8_0 as candle does. Each activation block is quantized to bytes with
-//! an f16 scale like ggml's, so the products are llama.cpp's up to the order of summation.
+//! Exactness: a Q8_0 block is copied. A matrix that is all Q5_0 keeps its 5-bit integers
+//! (plus 16) as nibbles and a bit mask, unpacked to bytes in registers (`Tile5Block`: 6
+//! bits a weight instead of 9; Qwen2.5 0.5B's feed-forward layers are Q5_0); a Q5_0 part
+//! stacked with other types is converted without loss (its integers -16..15 times 8 fit a
+//! byte, its scale over 8 is kept as f32). A matrix that is all Q4_1 keeps its blocks
+//! too: its integers 0..15 as unsigned bytes, its scale, and its minimum in a second row
+//! of 16 per block (`mins`), added as minimum × (activation scale × activation sum) as
+//! ggml's Q4_1 × Q8_1 product does. Other types are dequantized and re-quantized to Q8_0
+//! as candle does. Each activation block is quantized to bytes with an f16 scale like
+//! ggml's, so the products are llama.cpp's up to the order of summation.
 
 use anyhow::{bail, Result};
-use candle_core::quantized::k_quants::{BlockQ8_0, GgmlType};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
-use half::f16;
 use rayon::prelude::*;
 
-use super::q5_0::q8_blocks;
+mod blocks;
+mod kernel;
+use blocks::{byte_tiles, byte_weight, nibble_weight, q4_1_tiles, q5_0_tiles};
+use blocks::{Mins, Tile5Block, TileBlock};
+use kernel::{Bytes, Layout, Nibbles};
 
 /// Rows per tile: one 512-bit register of 32-bit sums.
 pub const TILE: usize = 16;
@@ -38,31 +43,22 @@ const GROUPS: usize = QK / 4;
 const GEMM_TILES: usize = 2;
 const GEMM_ROWS: usize = 4;
 
-/// One block column of a tile: 16 row scales, then the 16 rows' 32 weights in 8 groups of
-/// 64 bytes (group g holds bytes 4g..4g+4 of rows 0..16, row after row). Weights are
-/// stored plus 128 (unsigned): `vpdpbusd` multiplies unsigned by signed bytes, and the
-/// 128 × (activation block sum) this adds is subtracted once per block for all 16 rows.
-#[derive(Clone)]
-#[repr(C, align(64))]
-struct TileBlock {
-    d: [f32; TILE],
-    qs: [[u8; 64]; GROUPS],
-}
-
-/// The 16 rows' minimums of one Q4_1 block column (beside its `TileBlock`).
-#[derive(Clone)]
-#[repr(C, align(64))]
-struct Mins([f32; TILE]);
-
 /// A weight matrix of `n` rows by `k` columns as tiles.
 pub struct TiledQ8 {
     n: usize,
     k: usize,
     /// Tile after tile; within a tile, its `k / 32` blocks in order.
-    blocks: Vec<TileBlock>,
-    /// Q4_1 only: each block's minimums, in the order of `blocks` (its weights are then
-    /// stored unshifted, 0..15).
-    mins: Option<Vec<Mins>>,
+    weights: Weights,
+}
+
+enum Weights {
+    /// Signed integers plus 128.
+    Bytes(Vec<TileBlock>),
+    /// A matrix all of Q4_1: its integers 0..15 unshifted, and each block's minimums in
+    /// the order of the blocks.
+    Q4_1(Vec<TileBlock>, Vec<Mins>),
+    /// A matrix all of Q5_0.
+    Q5_0(Vec<Tile5Block>),
 }
 
 /// True where the kernel can run: x86-64 with AVX-512 F/BW/VL and VNNI.
@@ -86,14 +82,20 @@ pub fn exact_from(dtype: GgmlDType) -> bool {
     matches!(dtype, GgmlDType::Q8_0 | GgmlDType::Q5_0 | GgmlDType::Q4_1)
 }
 
-/// How a matrix of these parts' types is held: "Q4_1 tiles" when every part is Q4_1,
-/// else "Q8_0 tiles".
+/// How a matrix of these parts' types is held: "Q4_1 tiles" or "Q5_0 tiles" when every
+/// part is of that type, else "Q8_0 tiles".
 pub fn held_as(dtypes: &[GgmlDType]) -> &'static str {
-    if dtypes.iter().all(|d| *d == GgmlDType::Q4_1) {
-        "Q4_1 tiles"
-    } else {
-        "Q8_0 tiles"
+    match all_of(dtypes) {
+        Some(GgmlDType::Q4_1) => "Q4_1 tiles",
+        Some(GgmlDType::Q5_0) => "Q5_0 tiles",
+        _ => "Q8_0 tiles",
     }
+}
+
+/// The one type of all `dtypes`, if they share one.
+fn all_of(dtypes: &[GgmlDType]) -> Option<GgmlDType> {
+    let first = *dtypes.first()?;
+    dtypes.iter().all(|d| *d == first).then_some(first)
 }
 
 impl TiledQ8 {
@@ -111,77 +113,16 @@ impl TiledQ8 {
             }
             n += rows;
         }
-        let nb = k / QK;
-        let q4_1 = parts.iter().all(|p| p.dtype() == GgmlDType::Q4_1);
-        // Unshifted Q4_1 integers (0..15) are already the unsigned operand.
-        let shift = if q4_1 { 0 } else { 0x80 };
-        let zero = TileBlock {
-            d: [0.0; TILE],
-            qs: [[shift; 64]; GROUPS],
+        let dtypes: Vec<GgmlDType> = parts.iter().map(|p| p.dtype()).collect();
+        let weights = match all_of(&dtypes) {
+            Some(GgmlDType::Q4_1) => {
+                let (blocks, mins) = q4_1_tiles(parts, n, k)?;
+                Weights::Q4_1(blocks, mins)
+            }
+            Some(GgmlDType::Q5_0) => Weights::Q5_0(q5_0_tiles(parts, n, k)?),
+            _ => Weights::Bytes(byte_tiles(parts, n, k)?),
         };
-        let mut blocks = vec![zero; n.div_ceil(TILE) * nb];
-        let mut mins = q4_1.then(|| vec![Mins([0.0; TILE]); blocks.len()]);
-        let mut row0 = 0;
-        for p in parts {
-            let rows = p.shape().dims2()?.0;
-            let data = p.data()?;
-            if let Some(mins) = &mut mins {
-                let row_bytes = nb * p.dtype().type_size();
-                for r in 0..rows {
-                    let row = row0 + r;
-                    let blocks_of_row =
-                        data[r * row_bytes..][..row_bytes].chunks(p.dtype().type_size());
-                    for (b, raw) in blocks_of_row.enumerate() {
-                        let (d, m, q) = q4_1_block(raw);
-                        let at = row / TILE * nb + b;
-                        let i = row % TILE;
-                        blocks[at].d[i] = d;
-                        mins[at].0[i] = m;
-                        for (j, v) in q.iter().enumerate() {
-                            blocks[at].qs[j / 4][i * 4 + j % 4] = *v;
-                        }
-                    }
-                }
-                row0 += rows;
-                continue;
-            }
-            let dense = if matches!(p.dtype(), GgmlDType::Q8_0 | GgmlDType::Q5_0) {
-                None
-            } else {
-                Some(
-                    p.dequantize(&Device::Cpu)?
-                        .flatten_all()?
-                        .to_vec1::<f32>()?,
-                )
-            };
-            let row_bytes = nb * p.dtype().type_size();
-            for r in 0..rows {
-                let cells: Vec<(f32, [i8; QK])> = match &dense {
-                    Some(w) => q8_blocks(&quantize_row(&w[r * k..][..k]))
-                        .iter()
-                        .map(|b| (b.d.to_f32(), b.qs))
-                        .collect(),
-                    None => data[r * row_bytes..][..row_bytes]
-                        .chunks(p.dtype().type_size())
-                        .map(|b| match p.dtype() {
-                            GgmlDType::Q8_0 => q8_0_block(b),
-                            _ => q5_0_block(b),
-                        })
-                        .collect(),
-                };
-                let row = row0 + r;
-                for (b, (d, q)) in cells.into_iter().enumerate() {
-                    let tb = &mut blocks[row / TILE * nb + b];
-                    let i = row % TILE;
-                    tb.d[i] = d;
-                    for (j, v) in q.iter().enumerate() {
-                        tb.qs[j / 4][i * 4 + j % 4] = (*v as u8) ^ 0x80;
-                    }
-                }
-            }
-            row0 += rows;
-        }
-        Ok(TiledQ8 { n, k, blocks, mins })
+        Ok(TiledQ8 { n, k, weights })
     }
 
     /// `x · Wᵀ` for `x` of shape `(m, k)`, one activation row at a time.
@@ -226,16 +167,19 @@ impl TiledQ8 {
         let (tile, i) = (r / TILE, r % TILE);
         for b in 0..nb {
             let at = tile * nb + b;
-            let tb = &self.blocks[at];
-            let d = tb.d[i];
-            match &self.mins {
-                Some(mins) => {
-                    let m = mins[at].0[i];
-                    out.extend((0..QK).map(|j| tb.qs[j / 4][i * 4 + j % 4] as f32 * d + m));
+            match &self.weights {
+                Weights::Bytes(blocks) => {
+                    let tb = &blocks[at];
+                    out.extend((0..QK).map(|j| byte_weight(tb, i, j) as f32 * tb.d[i]));
                 }
-                None => out.extend(
-                    (0..QK).map(|j| ((tb.qs[j / 4][i * 4 + j % 4] ^ 0x80) as i8) as f32 * d),
-                ),
+                Weights::Q4_1(blocks, mins) => {
+                    let (tb, m) = (&blocks[at], mins[at].0[i]);
+                    out.extend((0..QK).map(|j| tb.qs[j / 4][i * 4 + j % 4] as f32 * tb.d[i] + m));
+                }
+                Weights::Q5_0(blocks) => {
+                    let tb = &blocks[at];
+                    out.extend((0..QK).map(|j| nibble_weight(tb, i, j) as f32 * tb.d[i]));
+                }
             }
         }
     }
@@ -253,9 +197,27 @@ impl TiledQ8 {
     /// `x · Wᵀ` for `m` activation rows: each weight group loaded once serves four rows
     /// (a prompt's product, with no f32 copy of the weight).
     fn gemm(&self, xs: &[f32], m: usize, out: &mut [f32], pool: Pool) {
+        match &self.weights {
+            Weights::Bytes(b) => self.gemm_in::<Bytes>(b, None, xs, m, out, pool),
+            Weights::Q4_1(b, mins) => self.gemm_in::<Bytes>(b, Some(mins), xs, m, out, pool),
+            Weights::Q5_0(b) => self.gemm_in::<Nibbles>(b, None, xs, m, out, pool),
+        }
+    }
+
+    fn gemm_in<L: Layout>(
+        &self,
+        blocks: &[L::Block],
+        mins: Option<&[Mins]>,
+        xs: &[f32],
+        m: usize,
+        out: &mut [f32],
+        pool: Pool,
+    ) where
+        L::Block: Sync,
+    {
         let nb = self.k / QK;
         let act = quantize_rows(&xs[..m * self.k], m, self.k);
-        let tiles = self.blocks.len() / nb;
+        let tiles = blocks.len() / nb;
         let width = tiles * TILE;
         // The kernel adds its sums to the output; a width that is not whole tiles goes
         // through a padded buffer.
@@ -281,11 +243,9 @@ impl TiledQ8 {
                 // `first..first + count` of `padded`, which outlives the pool's call; the
                 // kernel runs only where `available()` (`Linear::load` checks it).
                 unsafe {
-                    kernel::rows(
-                        &self.blocks[first * nb..(first + count) * nb],
-                        self.mins
-                            .as_ref()
-                            .map(|m| &m[first * nb..(first + count) * nb]),
+                    kernel::rows::<L>(
+                        &blocks[first * nb..(first + count) * nb],
+                        mins.map(|m| &m[first * nb..(first + count) * nb]),
                         nb,
                         &act[row * nb..(row + rows) * nb],
                         dst.at(row * width + first * TILE),
@@ -310,6 +270,22 @@ impl TiledQ8 {
     }
 
     fn gemv(&self, x: &[f32], out: &mut [f32]) {
+        match &self.weights {
+            Weights::Bytes(b) => self.gemv_in::<Bytes>(b, None, x, out),
+            Weights::Q4_1(b, mins) => self.gemv_in::<Bytes>(b, Some(mins), x, out),
+            Weights::Q5_0(b) => self.gemv_in::<Nibbles>(b, None, x, out),
+        }
+    }
+
+    fn gemv_in<L: Layout>(
+        &self,
+        blocks: &[L::Block],
+        mins: Option<&[Mins]>,
+        x: &[f32],
+        out: &mut [f32],
+    ) where
+        L::Block: Sync,
+    {
         let nb = self.k / QK;
         let act = quantize_rows(x, 1, self.k);
         // Four tiles (64 rows) a task: four independent chains of `vpdpbusd` share each
@@ -317,7 +293,7 @@ impl TiledQ8 {
         // the K-quant products of the same forward pass: two pools would contend for the
         // cores.
         const TILES_PER_TASK: usize = 4;
-        let tiles = self.blocks.len() / nb;
+        let tiles = blocks.len() / nb;
         let mut padded = vec![0f32; tiles * TILE];
         let dst = SharedOut(padded.as_mut_ptr());
         let tasks = tiles.div_ceil(TILES_PER_TASK);
@@ -325,17 +301,18 @@ impl TiledQ8 {
             for task in range {
                 let first = task * TILES_PER_TASK;
                 let count = TILES_PER_TASK.min(tiles - first);
-                let blocks = &self.blocks[first * nb..(first + count) * nb];
-                let mins = self
-                    .mins
-                    .as_ref()
-                    .map(|m| &m[first * nb..(first + count) * nb]);
                 // SAFETY: tasks write disjoint ranges of `padded` (tiles `first..first +
                 // count`, 16 floats each), which outlives the pool's call. `TiledQ8` is
                 // built only where `available()` (`Linear::load` checks it).
                 unsafe {
                     let out = std::slice::from_raw_parts_mut(dst.at(first * TILE), count * TILE);
-                    kernel::tiles(blocks, mins, nb, &act, out)
+                    kernel::tiles::<L>(
+                        &blocks[first * nb..(first + count) * nb],
+                        mins.map(|m| &m[first * nb..(first + count) * nb]),
+                        nb,
+                        &act,
+                        out,
+                    )
                 }
             }
         });
@@ -347,37 +324,10 @@ impl TiledQ8 {
     /// The weights as f32 `(n, k)` (the conversion test's view of them).
     #[cfg(test)]
     fn dequantize(&self) -> Result<Tensor> {
-        let nb = self.k / QK;
-        let mut out = vec![0f32; self.blocks.len() / nb * TILE * self.k];
-        out.par_chunks_mut(TILE * self.k)
-            .zip(self.blocks.par_chunks(nb))
-            .for_each(|(dst, tile)| {
-                for (b, tb) in tile.iter().enumerate() {
-                    for i in 0..TILE {
-                        let row = &mut dst[i * self.k + b * QK..][..QK];
-                        for (j, w) in row.iter_mut().enumerate() {
-                            let q = (tb.qs[j / 4][i * 4 + j % 4] ^ 0x80) as i8;
-                            *w = q as f32 * tb.d[i];
-                        }
-                    }
-                }
-            });
-        if let Some(mins) = &self.mins {
-            // Unshifted integers and a minimum: d × q + m.
-            out.par_chunks_mut(TILE * self.k)
-                .zip(self.blocks.par_chunks(nb).zip(mins.par_chunks(nb)))
-                .for_each(|(dst, (tile, mins))| {
-                    for (b, (tb, m)) in tile.iter().zip(mins).enumerate() {
-                        for i in 0..TILE {
-                            let row = &mut dst[i * self.k + b * QK..][..QK];
-                            for (j, w) in row.iter_mut().enumerate() {
-                                *w = tb.qs[j / 4][i * 4 + j % 4] as f32 * tb.d[i] + m.0[i];
-                            }
-                        }
-                    }
-                });
+        let mut out = Vec::with_capacity(self.n * self.k);
+        for r in 0..self.n {
+            self.append_row(r, &mut out);
         }
-        out.truncate(self.n * self.k);
         Ok(Tensor::from_vec(out, (self.n, self.k), &Device::Cpu)?)
     }
 }
@@ -442,283 +392,11 @@ fn quantize_rows(xs: &[f32], m: usize, k: usize) -> Vec<Act> {
     act
 }
 
-/// `x` (whole blocks) as Q8_0, quantized by candle as ggml quantizes an activation for a
-/// Q8_0 product: scale max|x| / 127 kept as f16, bytes rounded with the unrounded scale.
-fn quantize_row(x: &[f32]) -> Vec<BlockQ8_0> {
-    let mut ys = vec![BlockQ8_0::zeros(); x.len() / QK];
-    BlockQ8_0::from_float(x, &mut ys);
-    ys
-}
-
-/// A Q8_0 block: f16 scale, 32 signed bytes.
-fn q8_0_block(b: &[u8]) -> (f32, [i8; QK]) {
-    let d = f16::from_le_bytes([b[0], b[1]]).to_f32();
-    let mut qs = [0i8; QK];
-    for (q, v) in qs.iter_mut().zip(&b[2..2 + QK]) {
-        *q = *v as i8;
-    }
-    (d, qs)
-}
-
-/// A Q4_1 block (f16 scale, f16 minimum, 16 bytes of nibbles: element j is the low
-/// nibble of byte j for j < 16, the high nibble of byte j - 16 after): its integers 0..15.
-fn q4_1_block(b: &[u8]) -> (f32, f32, [u8; QK]) {
-    let d = f16::from_le_bytes([b[0], b[1]]).to_f32();
-    let m = f16::from_le_bytes([b[2], b[3]]).to_f32();
-    let nibbles = &b[4..4 + QK / 2];
-    let mut qs = [0u8; QK];
-    for (j, q) in qs.iter_mut().enumerate() {
-        *q = if j < QK / 2 {
-            nibbles[j] & 0x0f
-        } else {
-            nibbles[j - QK / 2] >> 4
-        };
-    }
-    (d, m, qs)
-}
-
-/// A Q5_0 block (f16 scale, 32 high bits, 16 bytes of nibbles: element j is the low
-/// nibble of byte j for j < 16, the high nibble of byte j - 16 after) as Q8_0 exactly:
-/// integers -16..15 times 8 and the scale over 8.
-fn q5_0_block(b: &[u8]) -> (f32, [i8; QK]) {
-    let d = f16::from_le_bytes([b[0], b[1]]).to_f32();
-    let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
-    let nibbles = &b[6..6 + QK / 2];
-    let mut qs = [0i8; QK];
-    for (j, q) in qs.iter_mut().enumerate() {
-        let low = if j < QK / 2 {
-            nibbles[j] & 0x0f
-        } else {
-            nibbles[j - QK / 2] >> 4
-        };
-        let v = (low | (((qh >> j) & 1) as u8) << 4) as i32 - 16;
-        *q = (v * 8) as i8;
-    }
-    (d / 8.0, qs)
-}
-
-#[cfg(target_arch = "x86_64")]
-mod kernel {
-    use std::arch::x86_64::*;
-
-    use half::f16;
-
-    use super::{Act, Mins, TileBlock, GROUPS, TILE};
-
-    /// Up to four tiles (`tiles` holds whole tiles of `nb` blocks, `mins` their Q4_1
-    /// minimums if any) against the activation, 16 outputs a tile into `out`.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-    pub(super) unsafe fn tiles(
-        tiles: &[TileBlock],
-        mins: Option<&[Mins]>,
-        nb: usize,
-        act: &[Act],
-        out: &mut [f32],
-    ) {
-        match (tiles.len() / nb, mins) {
-            (4, None) => run::<4, false>(tiles, &[], nb, act, out),
-            (3, None) => run::<3, false>(tiles, &[], nb, act, out),
-            (2, None) => run::<2, false>(tiles, &[], nb, act, out),
-            (_, None) => run::<1, false>(tiles, &[], nb, act, out),
-            (4, Some(m)) => run::<4, true>(tiles, m, nb, act, out),
-            (3, Some(m)) => run::<3, true>(tiles, m, nb, act, out),
-            (2, Some(m)) => run::<2, true>(tiles, m, nb, act, out),
-            (_, Some(m)) => run::<1, true>(tiles, m, nb, act, out),
-        }
-    }
-
-    /// `MIN`: Q4_1 tiles (unshifted integers, no correction; the minimums times the
-    /// activation's scaled sum added per block).
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn run<const R: usize, const MIN: bool>(
-        tiles: &[TileBlock],
-        mins: &[Mins],
-        nb: usize,
-        act: &[Act],
-        out: &mut [f32],
-    ) {
-        let mut acc = [_mm512_setzero_ps(); R];
-        for (b, a) in act.iter().enumerate() {
-            let start = if MIN { 0 } else { a.correction };
-            let mut sums = [_mm512_set1_epi32(start); R];
-            let groups = a.qs.as_ptr() as *const i32;
-            for g in 0..GROUPS {
-                let y = _mm512_set1_epi32(groups.add(g).read_unaligned());
-                for (t, s) in sums.iter_mut().enumerate() {
-                    let w = _mm512_load_si512(tiles[t * nb + b].qs[g].as_ptr() as *const _);
-                    *s = _mm512_dpbusd_epi32(*s, w, y);
-                }
-            }
-            let dy = _mm512_set1_ps(a.d);
-            for (t, (acc, s)) in acc.iter_mut().zip(sums).enumerate() {
-                let d = _mm512_load_ps(tiles[t * nb + b].d.as_ptr());
-                *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(d, dy), *acc);
-                if MIN {
-                    let m = _mm512_load_ps(mins[t * nb + b].0.as_ptr());
-                    *acc = _mm512_fmadd_ps(m, _mm512_set1_ps(a.scaled_sum), *acc);
-                }
-            }
-        }
-        for (t, acc) in acc.iter().enumerate() {
-            _mm512_storeu_ps(out[t * TILE..].as_mut_ptr(), *acc);
-        }
-    }
-
-    /// One or two tiles against one to four activation rows (`act` holds whole rows of
-    /// `nb` blocks); row r's 16 outputs a tile go to `out + r·stride + 16t`.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-    pub(super) unsafe fn rows(
-        tiles: &[TileBlock],
-        mins: Option<&[Mins]>,
-        nb: usize,
-        act: &[Act],
-        out: *mut f32,
-        stride: usize,
-    ) {
-        let m = mins.unwrap_or(&[]);
-        macro_rules! pick {
-            ($min:literal) => {
-                match (tiles.len() / nb, act.len() / nb) {
-                    (2, 4) => run_rows::<2, 4, $min>(tiles, m, nb, act, out, stride),
-                    (2, 3) => run_rows::<2, 3, $min>(tiles, m, nb, act, out, stride),
-                    (2, 2) => run_rows::<2, 2, $min>(tiles, m, nb, act, out, stride),
-                    (2, _) => run_rows::<2, 1, $min>(tiles, m, nb, act, out, stride),
-                    (_, 4) => run_rows::<1, 4, $min>(tiles, m, nb, act, out, stride),
-                    (_, 3) => run_rows::<1, 3, $min>(tiles, m, nb, act, out, stride),
-                    (_, 2) => run_rows::<1, 2, $min>(tiles, m, nb, act, out, stride),
-                    _ => run_rows::<1, 1, $min>(tiles, m, nb, act, out, stride),
-                }
-            };
-        }
-        if mins.is_some() {
-            pick!(true)
-        } else {
-            pick!(false)
-        }
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn run_rows<const T: usize, const R: usize, const MIN: bool>(
-        tiles: &[TileBlock],
-        mins: &[Mins],
-        nb: usize,
-        act: &[Act],
-        out: *mut f32,
-        stride: usize,
-    ) {
-        let mut acc = [[_mm512_setzero_ps(); R]; T];
-        for b in 0..nb {
-            let mut sums = [[_mm512_setzero_si512(); R]; T];
-            if !MIN {
-                for r in 0..R {
-                    for s in sums.iter_mut() {
-                        s[r] = _mm512_set1_epi32(act[r * nb + b].correction);
-                    }
-                }
-            }
-            for g in 0..GROUPS {
-                let w: [__m512i; T] = std::array::from_fn(|t| {
-                    _mm512_load_si512(tiles[t * nb + b].qs[g].as_ptr() as *const _)
-                });
-                for r in 0..R {
-                    let groups = act[r * nb + b].qs.as_ptr() as *const i32;
-                    let y = _mm512_set1_epi32(groups.add(g).read_unaligned());
-                    for (s, w) in sums.iter_mut().zip(&w) {
-                        s[r] = _mm512_dpbusd_epi32(s[r], *w, y);
-                    }
-                }
-            }
-            for (t, (acc, sums)) in acc.iter_mut().zip(&sums).enumerate() {
-                let d = _mm512_load_ps(tiles[t * nb + b].d.as_ptr());
-                for r in 0..R {
-                    let a = &act[r * nb + b];
-                    let dy = _mm512_set1_ps(a.d);
-                    acc[r] =
-                        _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r]), _mm512_mul_ps(d, dy), acc[r]);
-                    if MIN {
-                        let m = _mm512_load_ps(mins[t * nb + b].0.as_ptr());
-                        acc[r] = _mm512_fmadd_ps(m, _mm512_set1_ps(a.scaled_sum), acc[r]);
-                    }
-                }
-            }
-        }
-        for (t, acc) in acc.iter().enumerate() {
-            for (r, acc) in acc.iter().enumerate() {
-                let at = out.add(r * stride + t * TILE);
-                _mm512_storeu_ps(at, _mm512_add_ps(_mm512_loadu_ps(at), *acc));
-            }
-        }
-    }
-
-    /// 32 values as an activation block (`quantize_rows`). The rounding is LLVM's exact
-    /// lowering of `f32::round`: add the largest float below one half with the value's
-    /// sign, then truncate.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-    pub(super) unsafe fn quantize(x: &[f32], a: &mut Act) {
-        const HALF_BELOW: f32 = 0.499_999_97;
-        let lo = _mm512_loadu_ps(x.as_ptr());
-        let hi = _mm512_loadu_ps(x.as_ptr().add(TILE));
-        let amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
-        let d = amax / 127.0;
-        let id = _mm512_set1_ps(if d != 0.0 { 1.0 / d } else { 0.0 });
-        let sign = _mm512_set1_epi32(i32::MIN);
-        let half = _mm512_set1_ps(HALF_BELOW);
-        let round = |v: __m512| {
-            let y = _mm512_mul_ps(v, id);
-            let h = _mm512_or_si512(
-                _mm512_and_si512(_mm512_castps_si512(y), sign),
-                _mm512_castps_si512(half),
-            );
-            _mm512_cvttps_epi32(_mm512_add_ps(y, _mm512_castsi512_ps(h)))
-        };
-        let (qlo, qhi) = (round(lo), round(hi));
-        _mm_storeu_si128(a.qs.as_mut_ptr() as *mut __m128i, _mm512_cvtepi32_epi8(qlo));
-        _mm_storeu_si128(
-            a.qs.as_mut_ptr().add(TILE) as *mut __m128i,
-            _mm512_cvtepi32_epi8(qhi),
-        );
-        let sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qlo, qhi));
-        a.d = f16::from_f32(d).to_f32();
-        a.correction = -128 * sum;
-        a.scaled_sum = f16::from_f32(a.d * sum as f32).to_f32();
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-mod kernel {
-    use super::{Act, Mins, TileBlock};
-
-    pub(super) unsafe fn tiles(
-        _: &[TileBlock],
-        _: Option<&[Mins]>,
-        _: usize,
-        _: &[Act],
-        _: &mut [f32],
-    ) {
-        unreachable!("TiledQ8 is built only where `available()`")
-    }
-
-    pub(super) unsafe fn rows(
-        _: &[TileBlock],
-        _: Option<&[Mins]>,
-        _: usize,
-        _: &[Act],
-        _: *mut f32,
-        _: usize,
-    ) {
-        unreachable!("TiledQ8 is built only where `available()`")
-    }
-
-    pub(super) unsafe fn quantize(_: &[f32], _: &mut Act) {
-        unreachable!("TiledQ8 is built only where `available()`")
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::blocks::quantize_row;
     use super::*;
+    use crate::llm::q5_0::q8_blocks;
     use candle_core::quantized::QMatMul;
     use candle_core::Module;
 
@@ -749,6 +427,22 @@ mod tests {
         )
         .unwrap();
         let tiled = TiledQ8::from_parts(&[qa, qb]).unwrap();
+        assert!(matches!(tiled.weights, Weights::Bytes(_)));
+        assert_eq!(max_gap(&tiled.dequantize().unwrap(), &want), 0.0);
+        // A matrix all of Q5_0 keeps its 5-bit integers.
+        let (e, f) = (matrix(21, 96, 6), matrix(16, 96, 7));
+        let qe = QTensor::quantize(&e, GgmlDType::Q5_0).unwrap();
+        let qf = QTensor::quantize(&f, GgmlDType::Q5_0).unwrap();
+        let want = Tensor::cat(
+            &[
+                qe.dequantize(&Device::Cpu).unwrap(),
+                qf.dequantize(&Device::Cpu).unwrap(),
+            ],
+            0,
+        )
+        .unwrap();
+        let tiled = TiledQ8::from_parts(&[qe, qf]).unwrap();
+        assert!(matches!(tiled.weights, Weights::Q5_0(_)));
         assert_eq!(max_gap(&tiled.dequantize().unwrap(), &want), 0.0);
         // A matrix all of Q4_1 keeps its integers and minimums.
         let (c, d) = (matrix(21, 96, 4), matrix(16, 96, 5));
@@ -763,7 +457,7 @@ mod tests {
         )
         .unwrap();
         let tiled = TiledQ8::from_parts(&[qc, qd]).unwrap();
-        assert!(tiled.mins.is_some());
+        assert!(matches!(tiled.weights, Weights::Q4_1(..)));
         assert!(max_gap(&tiled.dequantize().unwrap(), &want) <= 1e-6);
     }
 
@@ -881,6 +575,34 @@ mod tests {
                 let gap = max_gap(&got, &want);
                 assert!(gap <= 1e-3 * scale.max(1.0), "{dtype:?} rows {rows}: {gap}");
             }
+        }
+    }
+    #[test]
+    fn q5_0_nibble_tiles_multiply_as_their_byte_conversion_bit_for_bit() {
+        if !available() {
+            eprintln!("no AVX-512 VNNI here: the tile kernel is not exercised");
+            return;
+        }
+        let (n, k) = (70, 160);
+        let q = QTensor::quantize(&matrix(n, k, 8), GgmlDType::Q5_0).unwrap();
+        let nibbles = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
+        assert!(matches!(nibbles.weights, Weights::Q5_0(_)));
+        let bytes = TiledQ8 {
+            n,
+            k,
+            weights: Weights::Bytes(byte_tiles(std::slice::from_ref(&q), n, k).unwrap()),
+        };
+        for rows in [1, 3, 4, 9] {
+            let x: Vec<f32> = (0..rows * k)
+                .map(|i| ((i * 29 % 23) as f32 - 11.0) / 3.0)
+                .collect();
+            let x = Tensor::from_vec(x, (rows, k), &Device::Cpu).unwrap();
+            let (a, b) = (nibbles.forward(&x).unwrap(), bytes.forward(&x).unwrap());
+            let (a, b) = (
+                a.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+                b.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+            );
+            assert_eq!(a, b, "rows {rows}");
         }
     }
 }

@@ -1,0 +1,233 @@
+//! The tile layouts and the conversions into them: GGUF blocks (Q8_0, Q5_0, Q4_1, or any
+//! type re-quantized as candle does) rearranged so that 16 rows' bytes for one
+//! `vpdpbusd` lie together.
+
+use anyhow::Result;
+use candle_core::quantized::k_quants::{BlockQ8_0, GgmlType};
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::Device;
+use half::f16;
+
+use super::{GROUPS, QK, TILE};
+use crate::llm::q5_0::q8_blocks;
+
+/// One block column of a tile: 16 row scales, then the 16 rows' 32 weights in 8 groups of
+/// 64 bytes (group g holds bytes 4g..4g+4 of rows 0..16, row after row). Weights are
+/// stored plus 128 (unsigned): `vpdpbusd` multiplies unsigned by signed bytes, and the
+/// 128 × (activation block sum) this adds is subtracted once per block for all 16 rows.
+#[derive(Clone)]
+#[repr(C, align(64))]
+pub(super) struct TileBlock {
+    pub(super) d: [f32; TILE],
+    pub(super) qs: [[u8; 64]; GROUPS],
+}
+
+/// One block column of a Q5_0 tile: the 16 rows' scales, then their integers plus 16
+/// (0..31) as `TileBlock` orders bytes: group h in the low nibbles of `low[h]`, group h + 4
+/// in its high nibbles, and each group's fifth bits in `high[g]` (bit 4i + j: row i's
+/// byte j), a mask that adds 16 where set. 384 bytes for what `TileBlock` holds in 576.
+#[derive(Clone)]
+#[repr(C, align(64))]
+pub(super) struct Tile5Block {
+    pub(super) d: [f32; TILE],
+    pub(super) low: [[u8; 64]; GROUPS / 2],
+    pub(super) high: [u64; GROUPS],
+}
+
+/// The 16 rows' minimums of one Q4_1 block column (beside its `TileBlock`).
+#[derive(Clone)]
+#[repr(C, align(64))]
+pub(super) struct Mins(pub(super) [f32; TILE]);
+
+/// Row `i`'s weight `j` of a byte tile block, as the signed integer it stands for.
+pub(super) fn byte_weight(tb: &TileBlock, i: usize, j: usize) -> i8 {
+    (tb.qs[j / 4][i * 4 + j % 4] ^ 0x80) as i8
+}
+
+/// Row `i`'s weight `j` of a Q5_0 tile block: its integer, -16..15.
+pub(super) fn nibble_weight(tb: &Tile5Block, i: usize, j: usize) -> i32 {
+    let (g, at) = (j / 4, i * 4 + j % 4);
+    let byte = tb.low[g % (GROUPS / 2)][at];
+    let low = if g < GROUPS / 2 {
+        byte & 0x0f
+    } else {
+        byte >> 4
+    };
+    let high = (tb.high[g] >> at) & 1;
+    (low as i32 | (high as i32) << 4) - 16
+}
+
+/// Q4_1 parts as tiles of their unshifted integers, and the blocks' minimums.
+pub(super) fn q4_1_tiles(
+    parts: &[QTensor],
+    n: usize,
+    k: usize,
+) -> Result<(Vec<TileBlock>, Vec<Mins>)> {
+    let nb = k / QK;
+    let zero = TileBlock {
+        d: [0.0; TILE],
+        qs: [[0; 64]; GROUPS],
+    };
+    let mut blocks = vec![zero; n.div_ceil(TILE) * nb];
+    let mut mins = vec![Mins([0.0; TILE]); blocks.len()];
+    let mut row = 0;
+    for p in parts {
+        let data = p.data()?;
+        for raw_row in data.chunks(nb * p.dtype().type_size()) {
+            for (b, raw) in raw_row.chunks(p.dtype().type_size()).enumerate() {
+                let (d, m, q) = q4_1_block(raw);
+                let (at, i) = (row / TILE * nb + b, row % TILE);
+                blocks[at].d[i] = d;
+                mins[at].0[i] = m;
+                for (j, v) in q.iter().enumerate() {
+                    blocks[at].qs[j / 4][i * 4 + j % 4] = *v;
+                }
+            }
+            row += 1;
+        }
+    }
+    Ok((blocks, mins))
+}
+
+/// Q5_0 parts as nibble tiles (`Tile5Block`).
+pub(super) fn q5_0_tiles(parts: &[QTensor], n: usize, k: usize) -> Result<Vec<Tile5Block>> {
+    let nb = k / QK;
+    let zero = Tile5Block {
+        d: [0.0; TILE],
+        low: [[0; 64]; GROUPS / 2],
+        high: [0; GROUPS],
+    };
+    let mut blocks = vec![zero; n.div_ceil(TILE) * nb];
+    let mut row = 0;
+    for p in parts {
+        let data = p.data()?;
+        for raw_row in data.chunks(nb * p.dtype().type_size()) {
+            for (b, raw) in raw_row.chunks(p.dtype().type_size()).enumerate() {
+                let (d, q) = q5_0_integers(raw);
+                let tb = &mut blocks[row / TILE * nb + b];
+                let i = row % TILE;
+                tb.d[i] = d;
+                for (j, u) in q.iter().enumerate() {
+                    let (g, at) = (j / 4, i * 4 + j % 4);
+                    let shift = if g < GROUPS / 2 { 0 } else { 4 };
+                    tb.low[g % (GROUPS / 2)][at] |= (u & 0x0f) << shift;
+                    tb.high[g] |= ((u >> 4) as u64) << at;
+                }
+            }
+            row += 1;
+        }
+    }
+    Ok(blocks)
+}
+
+/// Parts of any type as byte tiles: Q8_0 and Q5_0 blocks converted exactly, other types
+/// dequantized and re-quantized to Q8_0 as candle does.
+pub(super) fn byte_tiles(parts: &[QTensor], n: usize, k: usize) -> Result<Vec<TileBlock>> {
+    let nb = k / QK;
+    let zero = TileBlock {
+        d: [0.0; TILE],
+        qs: [[0x80; 64]; GROUPS],
+    };
+    let mut blocks = vec![zero; n.div_ceil(TILE) * nb];
+    let mut row0 = 0;
+    for p in parts {
+        let rows = p.shape().dims2()?.0;
+        let data = p.data()?;
+        let dense = if matches!(p.dtype(), GgmlDType::Q8_0 | GgmlDType::Q5_0) {
+            None
+        } else {
+            Some(
+                p.dequantize(&Device::Cpu)?
+                    .flatten_all()?
+                    .to_vec1::<f32>()?,
+            )
+        };
+        let row_bytes = nb * p.dtype().type_size();
+        for r in 0..rows {
+            let cells: Vec<(f32, [i8; QK])> = match &dense {
+                Some(w) => q8_blocks(&quantize_row(&w[r * k..][..k]))
+                    .iter()
+                    .map(|b| (b.d.to_f32(), b.qs))
+                    .collect(),
+                None => data[r * row_bytes..][..row_bytes]
+                    .chunks(p.dtype().type_size())
+                    .map(|b| match p.dtype() {
+                        GgmlDType::Q8_0 => q8_0_block(b),
+                        _ => q5_0_block(b),
+                    })
+                    .collect(),
+            };
+            let row = row0 + r;
+            for (b, (d, q)) in cells.into_iter().enumerate() {
+                let tb = &mut blocks[row / TILE * nb + b];
+                let i = row % TILE;
+                tb.d[i] = d;
+                for (j, v) in q.iter().enumerate() {
+                    tb.qs[j / 4][i * 4 + j % 4] = (*v as u8) ^ 0x80;
+                }
+            }
+        }
+        row0 += rows;
+    }
+    Ok(blocks)
+}
+
+/// `x` (whole blocks) as Q8_0, quantized by candle as ggml quantizes an activation for a
+/// Q8_0 product: scale max|x| / 127 kept as f16, bytes rounded with the unrounded scale.
+pub(super) fn quantize_row(x: &[f32]) -> Vec<BlockQ8_0> {
+    let mut ys = vec![BlockQ8_0::zeros(); x.len() / QK];
+    BlockQ8_0::from_float(x, &mut ys);
+    ys
+}
+
+/// A Q8_0 block: f16 scale, 32 signed bytes.
+pub(super) fn q8_0_block(b: &[u8]) -> (f32, [i8; QK]) {
+    let d = f16::from_le_bytes([b[0], b[1]]).to_f32();
+    let mut qs = [0i8; QK];
+    for (q, v) in qs.iter_mut().zip(&b[2..2 + QK]) {
+        *q = *v as i8;
+    }
+    (d, qs)
+}
+
+/// A Q4_1 block (f16 scale, f16 minimum, 16 bytes of nibbles: element j is the low
+/// nibble of byte j for j < 16, the high nibble of byte j - 16 after): its integers 0..15.
+pub(super) fn q4_1_block(b: &[u8]) -> (f32, f32, [u8; QK]) {
+    let d = f16::from_le_bytes([b[0], b[1]]).to_f32();
+    let m = f16::from_le_bytes([b[2], b[3]]).to_f32();
+    let nibbles = &b[4..4 + QK / 2];
+    let mut qs = [0u8; QK];
+    for (j, q) in qs.iter_mut().enumerate() {
+        *q = if j < QK / 2 {
+            nibbles[j] & 0x0f
+        } else {
+            nibbles[j - QK / 2] >> 4
+        };
+    }
+    (d, m, qs)
+}
+
+/// A Q5_0 block (f16 scale, 32 high bits, 16 bytes of nibbles: element j is the low
+/// nibble of byte j for j < 16, the high nibble of byte j - 16 after): its scale and its
+/// integers plus 16 (0..31).
+pub(super) fn q5_0_integers(b: &[u8]) -> (f32, [u8; QK]) {
+    let d = f16::from_le_bytes([b[0], b[1]]).to_f32();
+    let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+    let nibbles = &b[6..6 + QK / 2];
+    let mut qs = [0u8; QK];
+    for (j, q) in qs.iter_mut().enumerate() {
+        let low = if j < QK / 2 {
+            nibbles[j] & 0x0f
+        } else {
+            nibbles[j - QK / 2] >> 4
+        };
+        *q = low | (((qh >> j) & 1) as u8) << 4;
+    }
+    (d, qs)
+}
+
+/// A Q5_0 block as Q8_0 exactly: integers -16..15 times 8 and the scale over 8.
+pub(super) fn q5_0_block(b: &[u8]) -> (f32, [i8; QK]) {
+    let (d, u) = q5_0_integers(b);
+    (d / 8.0, u.map(|u| ((u as i32 - 16) * 8) as i8))
+}
