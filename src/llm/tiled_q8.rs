@@ -1,6 +1,6 @@
-//! Q8_0 and Q5_0 weights in tiles of 16 rows, multiplied by activation rows with AVX-512
-//! VNNI: one row at a time when decoding, four at a time for a prompt (each loaded weight
-//! group serves the four).
+//! Q8_0, Q5_0 and Q4_1 weights in tiles of 16 rows, multiplied by activation rows with
+//! AVX-512 VNNI: one row at a time when decoding, four at a time for a prompt (each loaded
+//! weight group serves the four).
 //!
 //! candle's matmul asks a block type for at most four rows at a time, so a Q5_0 or Q8_0
 //! weight costs about ten instructions per 32 multiply-adds a row (decode, `maddubs`,
@@ -12,14 +12,13 @@
 //! repacked copy beside the original, twice the memory; this layout is the only copy.
 //!
 //! Exactness: a Q8_0 block is copied. A matrix that is all Q5_0 keeps its 5-bit integers
-//! (plus 16) as nibbles and a bit mask, unpacked to bytes in registers (`Tile5Block`: 6
-//! bits a weight instead of 9; Qwen2.5 0.5B's feed-forward layers are Q5_0); a Q5_0 part
-//! stacked with other types is converted without loss (its integers -16..15 times 8 fit a
-//! byte, its scale over 8 is kept as f32). A matrix that is all Q4_1 keeps its blocks
-//! too: its integers 0..15 as unsigned bytes, its scale, and its minimum in a second row
-//! of 16 per block (`mins`), added as minimum × (activation scale × activation sum) as
-//! ggml's Q4_1 × Q8_1 product does. Other types are dequantized and re-quantized to Q8_0
-//! as candle does. Each activation block is quantized to bytes with an f16 scale like
+//! (plus 16) as nibbles and a bit mask, and one all of Q4_1 its integers 0..15 as nibbles
+//! with its minimums beside them (`blocks.rs`): 6 bits a weight instead of the byte
+//! tiles' 9, unpacked to bytes in registers (`kernel.rs`). A Q4_1 block's minimum is added
+//! as minimum × (activation scale × activation sum), as ggml's Q4_1 × Q8_1 product does.
+//! A Q5_0 part stacked with other types is converted to bytes without loss (its integers
+//! -16..15 times 8, its scale over 8). Other types are dequantized and re-quantized to
+//! Q8_0 as candle does. Each activation block is quantized to bytes with an f16 scale like
 //! ggml's, so the products are llama.cpp's up to the order of summation.
 
 use anyhow::{bail, Result};
@@ -29,9 +28,9 @@ use rayon::prelude::*;
 
 mod blocks;
 mod kernel;
-use blocks::{byte_tiles, byte_weight, nibble_weight, q4_1_tiles, q5_0_tiles};
-use blocks::{Mins, Tile5Block, TileBlock};
-use kernel::{Bytes, Layout, Nibbles};
+use blocks::{byte_tiles, byte_weight, low_nibble, nibble_weight, q4_1_tiles, q5_0_tiles};
+use blocks::{Mins, Tile4Block, Tile5Block, TileBlock};
+use kernel::{Bytes, Layout, Nibbles, Nibbles4};
 
 /// Rows per tile: one 512-bit register of 32-bit sums.
 pub const TILE: usize = 16;
@@ -54,9 +53,9 @@ pub struct TiledQ8 {
 enum Weights {
     /// Signed integers plus 128.
     Bytes(Vec<TileBlock>),
-    /// A matrix all of Q4_1: its integers 0..15 unshifted, and each block's minimums in
+    /// A matrix all of Q4_1: its integers 0..15 as nibbles, and each block's minimums in
     /// the order of the blocks.
-    Q4_1(Vec<TileBlock>, Vec<Mins>),
+    Q4_1(Vec<Tile4Block>, Vec<Mins>),
     /// A matrix all of Q5_0.
     Q5_0(Vec<Tile5Block>),
 }
@@ -174,7 +173,7 @@ impl TiledQ8 {
                 }
                 Weights::Q4_1(blocks, mins) => {
                     let (tb, m) = (&blocks[at], mins[at].0[i]);
-                    out.extend((0..QK).map(|j| tb.qs[j / 4][i * 4 + j % 4] as f32 * tb.d[i] + m));
+                    out.extend((0..QK).map(|j| low_nibble(&tb.low, i, j) as f32 * tb.d[i] + m));
                 }
                 Weights::Q5_0(blocks) => {
                     let tb = &blocks[at];
@@ -199,7 +198,7 @@ impl TiledQ8 {
     fn gemm(&self, xs: &[f32], m: usize, out: &mut [f32], pool: Pool) {
         match &self.weights {
             Weights::Bytes(b) => self.gemm_in::<Bytes>(b, None, xs, m, out, pool),
-            Weights::Q4_1(b, mins) => self.gemm_in::<Bytes>(b, Some(mins), xs, m, out, pool),
+            Weights::Q4_1(b, mins) => self.gemm_in::<Nibbles4>(b, Some(mins), xs, m, out, pool),
             Weights::Q5_0(b) => self.gemm_in::<Nibbles>(b, None, xs, m, out, pool),
         }
     }
@@ -272,7 +271,7 @@ impl TiledQ8 {
     fn gemv(&self, x: &[f32], out: &mut [f32]) {
         match &self.weights {
             Weights::Bytes(b) => self.gemv_in::<Bytes>(b, None, x, out),
-            Weights::Q4_1(b, mins) => self.gemv_in::<Bytes>(b, Some(mins), x, out),
+            Weights::Q4_1(b, mins) => self.gemv_in::<Nibbles4>(b, Some(mins), x, out),
             Weights::Q5_0(b) => self.gemv_in::<Nibbles>(b, None, x, out),
         }
     }

@@ -34,7 +34,17 @@ pub(super) struct Tile5Block {
     pub(super) high: [u64; GROUPS],
 }
 
-/// The 16 rows' minimums of one Q4_1 block column (beside its `TileBlock`).
+/// One block column of a Q4_1 tile: the 16 rows' scales, then their integers (0..15) as
+/// nibbles laid out as `Tile5Block::low`; the minimums are beside it (`Mins`). 320 bytes
+/// for what `TileBlock` holds in 576.
+#[derive(Clone)]
+#[repr(C, align(64))]
+pub(super) struct Tile4Block {
+    pub(super) d: [f32; TILE],
+    pub(super) low: [[u8; 64]; GROUPS / 2],
+}
+
+/// The 16 rows' minimums of one Q4_1 block column (beside its `Tile4Block`).
 #[derive(Clone)]
 #[repr(C, align(64))]
 pub(super) struct Mins(pub(super) [f32; TILE]);
@@ -47,26 +57,38 @@ pub(super) fn byte_weight(tb: &TileBlock, i: usize, j: usize) -> i8 {
 /// Row `i`'s weight `j` of a Q5_0 tile block: its integer, -16..15.
 pub(super) fn nibble_weight(tb: &Tile5Block, i: usize, j: usize) -> i32 {
     let (g, at) = (j / 4, i * 4 + j % 4);
-    let byte = tb.low[g % (GROUPS / 2)][at];
-    let low = if g < GROUPS / 2 {
+    let high = (tb.high[g] >> at) & 1;
+    (low_nibble(&tb.low, i, j) as i32 | (high as i32) << 4) - 16
+}
+
+/// Row `i`'s weight `j` of nibble tiles: the low four bits of its integer.
+pub(super) fn low_nibble(low: &[[u8; 64]; GROUPS / 2], i: usize, j: usize) -> u8 {
+    let (g, at) = (j / 4, i * 4 + j % 4);
+    let byte = low[g % (GROUPS / 2)][at];
+    if g < GROUPS / 2 {
         byte & 0x0f
     } else {
         byte >> 4
-    };
-    let high = (tb.high[g] >> at) & 1;
-    (low as i32 | (high as i32) << 4) - 16
+    }
 }
 
-/// Q4_1 parts as tiles of their unshifted integers, and the blocks' minimums.
+/// Puts `v` (0..15) as row `i`'s weight `j` into nibble tiles.
+fn set_low_nibble(low: &mut [[u8; 64]; GROUPS / 2], i: usize, j: usize, v: u8) {
+    let (g, at) = (j / 4, i * 4 + j % 4);
+    let shift = if g < GROUPS / 2 { 0 } else { 4 };
+    low[g % (GROUPS / 2)][at] |= (v & 0x0f) << shift;
+}
+
+/// Q4_1 parts as nibble tiles of their integers, and the blocks' minimums.
 pub(super) fn q4_1_tiles(
     parts: &[QTensor],
     n: usize,
     k: usize,
-) -> Result<(Vec<TileBlock>, Vec<Mins>)> {
+) -> Result<(Vec<Tile4Block>, Vec<Mins>)> {
     let nb = k / QK;
-    let zero = TileBlock {
+    let zero = Tile4Block {
         d: [0.0; TILE],
-        qs: [[0; 64]; GROUPS],
+        low: [[0; 64]; GROUPS / 2],
     };
     let mut blocks = vec![zero; n.div_ceil(TILE) * nb];
     let mut mins = vec![Mins([0.0; TILE]); blocks.len()];
@@ -80,7 +102,7 @@ pub(super) fn q4_1_tiles(
                 blocks[at].d[i] = d;
                 mins[at].0[i] = m;
                 for (j, v) in q.iter().enumerate() {
-                    blocks[at].qs[j / 4][i * 4 + j % 4] = *v;
+                    set_low_nibble(&mut blocks[at].low, i, j, *v);
                 }
             }
             row += 1;
@@ -108,10 +130,8 @@ pub(super) fn q5_0_tiles(parts: &[QTensor], n: usize, k: usize) -> Result<Vec<Ti
                 let i = row % TILE;
                 tb.d[i] = d;
                 for (j, u) in q.iter().enumerate() {
-                    let (g, at) = (j / 4, i * 4 + j % 4);
-                    let shift = if g < GROUPS / 2 { 0 } else { 4 };
-                    tb.low[g % (GROUPS / 2)][at] |= (u & 0x0f) << shift;
-                    tb.high[g] |= ((u >> 4) as u64) << at;
+                    set_low_nibble(&mut tb.low, i, j, *u);
+                    tb.high[j / 4] |= ((u >> 4) as u64) << (i * 4 + j % 4);
                 }
             }
             row += 1;

@@ -11,7 +11,7 @@ mod x86 {
 
     use half::f16;
 
-    use super::super::blocks::{Mins, Tile5Block, TileBlock};
+    use super::super::blocks::{Mins, Tile4Block, Tile5Block, TileBlock};
     use super::super::{Act, GROUPS, TILE};
 
     /// How a tile block's 8 groups of 64 bytes are read, two at a time (groups h and
@@ -27,7 +27,7 @@ mod x86 {
         fn start(a: &Act) -> i32;
     }
 
-    /// Bytes plus 128 (`TileBlock`), or Q4_1's unshifted integers with `MIN` set.
+    /// Bytes plus 128 (`TileBlock`).
     pub(in super::super) struct Bytes;
 
     impl Layout for Bytes {
@@ -72,6 +72,30 @@ mod x86 {
         fn start(a: &Act) -> i32 {
             // correction is -128 × sum; the offset here is 16.
             a.correction / 8
+        }
+    }
+
+    /// Q4_1's integers (0..15) as nibbles, run with `MIN` set.
+    pub(in super::super) struct Nibbles4;
+
+    impl Layout for Nibbles4 {
+        type Block = Tile4Block;
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+        unsafe fn pair(b: &Tile4Block, h: usize) -> (__m512i, __m512i) {
+            let v = _mm512_load_si512(b.low[h].as_ptr() as *const _);
+            let nibble = _mm512_set1_epi8(0x0f);
+            (
+                _mm512_and_si512(v, nibble),
+                _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble),
+            )
+        }
+        fn scales(b: &Tile4Block) -> &[f32; TILE] {
+            &b.d
+        }
+        fn start(_: &Act) -> i32 {
+            // Unshifted: the minimums stand for the offset (`MIN`).
+            0
         }
     }
 
@@ -263,7 +287,7 @@ pub(super) use other::*;
 /// Elsewhere the kernels are never called: tiles are built only where `available()`.
 #[cfg(not(target_arch = "x86_64"))]
 mod other {
-    use super::super::blocks::{Mins, Tile5Block, TileBlock};
+    use super::super::blocks::{Mins, Tile4Block, Tile5Block, TileBlock};
     use super::super::Act;
 
     pub(in super::super) trait Layout {
@@ -276,6 +300,10 @@ mod other {
     pub(in super::super) struct Nibbles;
     impl Layout for Nibbles {
         type Block = Tile5Block;
+    }
+    pub(in super::super) struct Nibbles4;
+    impl Layout for Nibbles4 {
+        type Block = Tile4Block;
     }
 
     pub(in super::super) unsafe fn tiles<L: Layout>(
