@@ -12,25 +12,28 @@
 //! repacked copy beside the original, twice the memory; this layout is the only copy.
 //!
 //! Exactness: a Q8_0 block is copied. A matrix that is all Q5_0 keeps its 5-bit integers
-//! (plus 16) as nibbles and a bit mask, and one all of Q4_1 its integers 0..15 as nibbles
-//! with its minimums beside them (`blocks.rs`): 6 bits a weight instead of the byte
-//! tiles' 9, unpacked to bytes in registers (`kernel.rs`). A Q4_1 block's minimum is added
-//! as minimum × (activation scale × activation sum), as ggml's Q4_1 × Q8_1 product does.
-//! A Q5_0 part stacked with other types is converted to bytes without loss (its integers
-//! -16..15 times 8, its scale over 8). Other types are dequantized and re-quantized to
-//! Q8_0 as candle does. Each activation block is quantized to bytes with an f16 scale like
-//! ggml's, so the products are llama.cpp's up to the order of summation.
+//! (plus 16) as nibbles and a bit mask, and one all of Q4_1 or all of Q4_K its integers
+//! 0..15 as nibbles with the minimums of its blocks of 32 beside them (`blocks.rs`): 6
+//! bits a weight instead of the byte tiles' 9, unpacked to bytes in registers
+//! (`kernel.rs`). A minimum is added as minimum × (activation scale × activation sum), as
+//! ggml's Q4_1 × Q8_1 and Q4_K × Q8_K products do. A Q5_0 part stacked with other types
+//! is converted to bytes without loss (its integers -16..15 times 8, its scale over 8).
+//! Other types are dequantized and re-quantized to Q8_0 as candle does. Each activation
+//! block is quantized to bytes as ggml quantizes it for that weight type (per 32 values
+//! with an f16 scale, per 256 with an f32 one for Q4_K), so the products are llama.cpp's
+//! up to the order of summation.
 
 use anyhow::{bail, Result};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
+use half::f16;
 use rayon::prelude::*;
 
 mod blocks;
 mod kernel;
-use blocks::{byte_tiles, byte_weight, low_nibble, nibble_weight, q4_1_tiles, q5_0_tiles};
+use blocks::{byte_tiles, byte_weight, low_nibble, nibble_weight, q4_tiles, q5_0_tiles};
 use blocks::{Mins, Tile4Block, Tile5Block, TileBlock};
-use kernel::{Bytes, Layout, Nibbles, Nibbles4};
+use kernel::{Bytes, Layout, Nibbles, Nibbles4, NibblesK};
 
 /// Rows per tile: one 512-bit register of 32-bit sums.
 pub const TILE: usize = 16;
@@ -56,6 +59,8 @@ enum Weights {
     /// A matrix all of Q4_1: its integers 0..15 as nibbles, and each block's minimums in
     /// the order of the blocks.
     Q4_1(Vec<Tile4Block>, Vec<Mins>),
+    /// A matrix all of Q4_K, as Q4_1 (each sub-block of 32 with its scale and minimum).
+    Q4K(Vec<Tile4Block>, Vec<Mins>),
     /// A matrix all of Q5_0.
     Q5_0(Vec<Tile5Block>),
 }
@@ -75,17 +80,21 @@ pub fn available() -> bool {
     }
 }
 
-/// Whether a weight of this type converts without loss (Q4_1 when the whole matrix is
-/// Q4_1: `TiledQ8::from_parts`).
+/// Whether a weight of this type converts without loss (Q4_1 and Q4_K when the whole
+/// matrix is of that type: `TiledQ8::from_parts`).
 pub fn exact_from(dtype: GgmlDType) -> bool {
-    matches!(dtype, GgmlDType::Q8_0 | GgmlDType::Q5_0 | GgmlDType::Q4_1)
+    matches!(
+        dtype,
+        GgmlDType::Q8_0 | GgmlDType::Q5_0 | GgmlDType::Q4_1 | GgmlDType::Q4K
+    )
 }
 
-/// How a matrix of these parts' types is held: "Q4_1 tiles" or "Q5_0 tiles" when every
-/// part is of that type, else "Q8_0 tiles".
+/// How a matrix of these parts' types is held: as nibble tiles when every part is Q4_1,
+/// Q4_K or Q5_0, else as "Q8_0 tiles".
 pub fn held_as(dtypes: &[GgmlDType]) -> &'static str {
     match all_of(dtypes) {
         Some(GgmlDType::Q4_1) => "Q4_1 tiles",
+        Some(GgmlDType::Q4K) => "Q4_K as Q4_1 tiles",
         Some(GgmlDType::Q5_0) => "Q5_0 tiles",
         _ => "Q8_0 tiles",
     }
@@ -115,8 +124,12 @@ impl TiledQ8 {
         let dtypes: Vec<GgmlDType> = parts.iter().map(|p| p.dtype()).collect();
         let weights = match all_of(&dtypes) {
             Some(GgmlDType::Q4_1) => {
-                let (blocks, mins) = q4_1_tiles(parts, n, k)?;
+                let (blocks, mins) = q4_tiles(parts, n, k)?;
                 Weights::Q4_1(blocks, mins)
+            }
+            Some(GgmlDType::Q4K) => {
+                let (blocks, mins) = q4_tiles(parts, n, k)?;
+                Weights::Q4K(blocks, mins)
             }
             Some(GgmlDType::Q5_0) => Weights::Q5_0(q5_0_tiles(parts, n, k)?),
             _ => Weights::Bytes(byte_tiles(parts, n, k)?),
@@ -171,7 +184,7 @@ impl TiledQ8 {
                     let tb = &blocks[at];
                     out.extend((0..QK).map(|j| byte_weight(tb, i, j) as f32 * tb.d[i]));
                 }
-                Weights::Q4_1(blocks, mins) => {
+                Weights::Q4_1(blocks, mins) | Weights::Q4K(blocks, mins) => {
                     let (tb, m) = (&blocks[at], mins[at].0[i]);
                     out.extend((0..QK).map(|j| low_nibble(&tb.low, i, j) as f32 * tb.d[i] + m));
                 }
@@ -199,6 +212,7 @@ impl TiledQ8 {
         match &self.weights {
             Weights::Bytes(b) => self.gemm_in::<Bytes>(b, None, xs, m, out, pool),
             Weights::Q4_1(b, mins) => self.gemm_in::<Nibbles4>(b, Some(mins), xs, m, out, pool),
+            Weights::Q4K(b, mins) => self.gemm_in::<NibblesK>(b, Some(mins), xs, m, out, pool),
             Weights::Q5_0(b) => self.gemm_in::<Nibbles>(b, None, xs, m, out, pool),
         }
     }
@@ -215,7 +229,7 @@ impl TiledQ8 {
         L::Block: Sync,
     {
         let nb = self.k / QK;
-        let act = quantize_rows(&xs[..m * self.k], m, self.k);
+        let act = activation::<L>(&xs[..m * self.k], m, self.k);
         let tiles = blocks.len() / nb;
         let width = tiles * TILE;
         // The kernel adds its sums to the output; a width that is not whole tiles goes
@@ -272,6 +286,7 @@ impl TiledQ8 {
         match &self.weights {
             Weights::Bytes(b) => self.gemv_in::<Bytes>(b, None, x, out),
             Weights::Q4_1(b, mins) => self.gemv_in::<Nibbles4>(b, Some(mins), x, out),
+            Weights::Q4K(b, mins) => self.gemv_in::<NibblesK>(b, Some(mins), x, out),
             Weights::Q5_0(b) => self.gemv_in::<Nibbles>(b, None, x, out),
         }
     }
@@ -286,7 +301,7 @@ impl TiledQ8 {
         L::Block: Sync,
     {
         let nb = self.k / QK;
-        let act = quantize_rows(x, 1, self.k);
+        let act = activation::<L>(x, 1, self.k);
         // Four tiles (64 rows) a task: four independent chains of `vpdpbusd` share each
         // broadcast of the activation. candle's barrier pool runs the tasks, as it runs
         // the K-quant products of the same forward pass: two pools would contend for the
@@ -351,13 +366,16 @@ impl SharedOut {
 }
 
 /// An activation block: bytes, scale, -128 × their sum (see `TileBlock`), and scale ×
-/// sum rounded to f16 (ggml's Q8_1 `s`, which a Q4_1 block's minimum multiplies).
+/// sum, rounded to f16 (ggml's Q8_1 `s`, which a Q4_1 block's minimum multiplies) and
+/// not (which a Q4_K block's minimum multiplies, as ggml's Q4_K × Q8_K product takes
+/// the exact sums).
 #[derive(Clone, Copy)]
 struct Act {
     qs: [i8; QK],
     d: f32,
     correction: i32,
     scaled_sum: f32,
+    scaled_sum_f32: f32,
 }
 
 impl Act {
@@ -366,6 +384,7 @@ impl Act {
         d: 0.0,
         correction: 0,
         scaled_sum: 0.0,
+        scaled_sum_f32: 0.0,
     };
 }
 
@@ -387,6 +406,58 @@ fn quantize_rows(xs: &[f32], m: usize, k: usize) -> Vec<Act> {
         row((&mut act, xs));
     } else {
         act.par_chunks_mut(nb).zip(xs.par_chunks(k)).for_each(row);
+    }
+    act
+}
+
+/// `m` rows of width `k` as activation blocks for layout `L`.
+fn activation<L: Layout>(xs: &[f32], m: usize, k: usize) -> Vec<Act> {
+    if L::Q8K {
+        quantize_rows_q8k(xs, m, k)
+    } else {
+        quantize_rows(xs, m, k)
+    }
+}
+
+/// `m` rows of width `k` (a multiple of 256) as activation blocks quantized as ggml's Q8_K
+/// (candle's `BlockQ8K::from_float`): one f32 scale per 256 values, the value of largest
+/// magnitude at -127. What llama.cpp multiplies a Q4_K weight by; Gemma 3's logits moved
+/// by more than the reference test allows with Q8_0's per-32 activation blocks.
+fn quantize_rows_q8k(xs: &[f32], m: usize, k: usize) -> Vec<Act> {
+    const SUPER: usize = 256;
+    let mut act = vec![Act::ZERO; m * k / QK];
+    let block = |(acts, x): (&mut [Act], &[f32])| {
+        let (mut max, mut amax) = (0f32, 0f32);
+        for &v in x {
+            if amax < v.abs() {
+                amax = v.abs();
+                max = v;
+            }
+        }
+        if amax == 0.0 {
+            return;
+        }
+        let iscale = -127f32 / max;
+        let d = 1.0 / iscale;
+        for (a, x) in acts.iter_mut().zip(x.chunks_exact(QK)) {
+            for (q, v) in a.qs.iter_mut().zip(x) {
+                *q = (iscale * v).round().clamp(-128.0, 127.0) as i8;
+            }
+            let sum: i32 = a.qs.iter().map(|&q| q as i32).sum();
+            a.d = d;
+            a.correction = -128 * sum;
+            a.scaled_sum_f32 = d * sum as f32;
+            a.scaled_sum = f16::from_f32(a.scaled_sum_f32).to_f32();
+        }
+    };
+    if m == 1 {
+        act.chunks_mut(SUPER / QK)
+            .zip(xs.chunks(SUPER))
+            .for_each(block);
+    } else {
+        act.par_chunks_mut(SUPER / QK)
+            .zip(xs.par_chunks(SUPER))
+            .for_each(block);
     }
     act
 }
@@ -486,8 +557,13 @@ mod tests {
 
     #[test]
     fn a_row_reads_back_as_candles_dequantization_bit_for_bit() {
-        for dtype in [GgmlDType::Q8_0, GgmlDType::Q5_0, GgmlDType::Q4_1] {
-            let (n, k) = (37, 96);
+        for dtype in [
+            GgmlDType::Q8_0,
+            GgmlDType::Q5_0,
+            GgmlDType::Q4_1,
+            GgmlDType::Q4K,
+        ] {
+            let (n, k) = (37, 512);
             let q = QTensor::quantize(&matrix(n, k, 5), dtype).unwrap();
             let want = q
                 .dequantize(&Device::Cpu)
@@ -602,6 +678,43 @@ mod tests {
                 b.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
             );
             assert_eq!(a, b, "rows {rows}");
+        }
+    }
+    #[test]
+    fn q4_k_is_held_as_its_weights_and_multiplies_within_the_activations_rounding() {
+        let (n, k) = (40, 512);
+        let w = matrix(n, k, 9);
+        let q = QTensor::quantize(&w, GgmlDType::Q4K).unwrap();
+        let tiled = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
+        assert!(matches!(tiled.weights, Weights::Q4K(..)));
+        let exact = q.dequantize(&Device::Cpu).unwrap();
+        assert_eq!(max_gap(&tiled.dequantize().unwrap(), &exact), 0.0);
+        if !available() {
+            eprintln!("no AVX-512 VNNI here: the tile kernel is not exercised");
+            return;
+        }
+        let weights = exact.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        for rows in [1, 5] {
+            let x: Vec<f32> = (0..rows * k)
+                .map(|i| ((i * 31 % 17) as f32 - 8.0) / 4.0)
+                .collect();
+            let got = tiled
+                .forward(&Tensor::from_slice(&x, (rows, k), &Device::Cpu).unwrap())
+                .unwrap()
+                .flatten_all()
+                .unwrap()
+                .to_vec1::<f32>()
+                .unwrap();
+            for r in 0..rows {
+                for c in 0..n {
+                    let terms = (0..k).map(|j| x[r * k + j] * weights[c * k + j]);
+                    let magnitude: f32 = terms.clone().map(f32::abs).sum();
+                    let want: f32 = terms.sum();
+                    // The activation's 8-bit rounding: well under 1 % of the magnitude.
+                    let gap = (got[r * n + c] - want).abs();
+                    assert!(gap <= 0.005 * magnitude, "rows {rows}, {r},{c}: {gap}");
+                }
+            }
         }
     }
 }

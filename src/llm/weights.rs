@@ -162,9 +162,10 @@ enum Decode {
 }
 
 /// Whether a layer of these types runs on `tiled_q8`: on CPUs with AVX-512 VNNI, every
-/// weight that is Q8_0 or would become Q8_0 (Q5_0 converts exactly; types candle has no
-/// kernel for are re-quantized either way). K-quants and Q4_0 keep candle's kernels: they
-/// read fewer bytes, and candle repacks K-quants itself where the width allows.
+/// weight the tiles hold exactly (Q8_0, Q5_0, Q4_1, Q4_K: candle's repacked Q4_K tiles
+/// would sit beside the file's blocks) or that would be re-quantized either way (types
+/// candle has no kernel for). Other K-quants and Q4_0 keep candle's kernels: they read
+/// fewer bytes.
 /// `SEXTANT_TILES=0` turns tiles off, for comparison.
 fn use_tiles(dtypes: &[GgmlDType], opts: &LoadOptions, device: &Device) -> bool {
     let off = std::env::var("SEXTANT_TILES").is_ok_and(|v| v == "0");
@@ -269,7 +270,10 @@ impl Linear {
         // unless asked for (`SEXTANT_PREFILL_F32=1`). SmolLM2's Q4_1 as Q4_1 tiles: 722
         // instead of 417 prompt tok/s, 330 instead of 737 MB (docs/PERFORMANCE.md).
         let exact = dtypes.iter().all(|&t| tiled_q8::exact_from(t))
-            && (dtypes.iter().all(|&t| t == GgmlDType::Q4_1) || !dtypes.contains(&GgmlDType::Q4_1));
+            && (dtypes.iter().all(|&t| t == dtype)
+                || !dtypes
+                    .iter()
+                    .any(|t| matches!(t, GgmlDType::Q4_1 | GgmlDType::Q4K)));
         let copy = !tiles || !exact || opts.prefill_f32 == Some(true);
         let prefill = if prefill_f32 && copy {
             Some(dense(&parts)?)

@@ -79,8 +79,10 @@ fn set_low_nibble(low: &mut [[u8; 64]; GROUPS / 2], i: usize, j: usize, v: u8) {
     low[g % (GROUPS / 2)][at] |= (v & 0x0f) << shift;
 }
 
-/// Q4_1 parts as nibble tiles of their integers, and the blocks' minimums.
-pub(super) fn q4_1_tiles(
+/// Q4_1 or Q4_K parts as nibble tiles of their integers (0..15), and the minimums of
+/// their blocks of 32 (a Q4_K super-block's eight sub-blocks, each with its 6-bit scale
+/// and minimum times the super-block's: exactly what candle's dequantization computes).
+pub(super) fn q4_tiles(
     parts: &[QTensor],
     n: usize,
     k: usize,
@@ -95,9 +97,13 @@ pub(super) fn q4_1_tiles(
     let mut row = 0;
     for p in parts {
         let data = p.data()?;
-        for raw_row in data.chunks(nb * p.dtype().type_size()) {
-            for (b, raw) in raw_row.chunks(p.dtype().type_size()).enumerate() {
-                let (d, m, q) = q4_1_block(raw);
+        let size = p.dtype().type_size();
+        for raw_row in data.chunks(k / p.dtype().block_size() * size) {
+            let cells: Vec<(f32, f32, [u8; QK])> = match p.dtype() {
+                GgmlDType::Q4K => raw_row.chunks(size).flat_map(q4k_block).collect(),
+                _ => raw_row.chunks(size).map(q4_1_block).collect(),
+            };
+            for (b, (d, m, q)) in cells.into_iter().enumerate() {
                 let (at, i) = (row / TILE * nb + b, row % TILE);
                 blocks[at].d[i] = d;
                 mins[at].0[i] = m;
@@ -225,6 +231,40 @@ pub(super) fn q4_1_block(b: &[u8]) -> (f32, f32, [u8; QK]) {
         };
     }
     (d, m, qs)
+}
+
+/// A Q4_K super-block (f16 scale, f16 minimum scale, 12 bytes of 6-bit scales and
+/// minimums, 128 bytes of nibbles: sub-block 2i is the low nibbles of bytes 32i..32i+32,
+/// 2i + 1 their high nibbles) as eight blocks of 32: scale, minimum (negative: ggml
+/// subtracts it), integers 0..15.
+pub(super) fn q4k_block(b: &[u8]) -> [(f32, f32, [u8; QK]); 8] {
+    let d = f16::from_le_bytes([b[0], b[1]]).to_f32();
+    let dmin = f16::from_le_bytes([b[2], b[3]]).to_f32();
+    let scales = &b[4..16];
+    let qs = &b[16..16 + 128];
+    // ggml's `get_scale_min_k4`.
+    let scale_min = |j: usize| -> (u8, u8) {
+        if j < 4 {
+            (scales[j] & 63, scales[j + 4] & 63)
+        } else {
+            (
+                (scales[j + 4] & 0x0f) | ((scales[j - 4] >> 6) << 4),
+                (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4),
+            )
+        }
+    };
+    std::array::from_fn(|s| {
+        let (sc, m) = scale_min(s);
+        let bytes = &qs[s / 2 * QK..][..QK];
+        let q = std::array::from_fn(|j| {
+            if s % 2 == 0 {
+                bytes[j] & 0x0f
+            } else {
+                bytes[j] >> 4
+            }
+        });
+        (d * sc as f32, -(dmin * m as f32), q)
+    })
 }
 
 /// A Q5_0 block (f16 scale, 32 high bits, 16 bytes of nibbles: element j is the low

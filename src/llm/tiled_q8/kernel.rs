@@ -25,6 +25,12 @@ mod x86 {
         /// What a block's sums start from: minus the unsigned offset times the
         /// activation block's sum.
         fn start(a: &Act) -> i32;
+        /// Activation blocks quantized as ggml's Q8_K (per 256 values) rather than Q8_0.
+        const Q8K: bool = false;
+        /// What the minimums multiply (`MIN`): the activation block's scale × sum.
+        fn scaled_sum(a: &Act) -> f32 {
+            a.scaled_sum
+        }
     }
 
     /// Bytes plus 128 (`TileBlock`).
@@ -99,6 +105,29 @@ mod x86 {
         }
     }
 
+    /// Q4_K's integers as `Nibbles4` holds Q4_1's; its minimums multiply the exact
+    /// scaled sum, as ggml's Q4_K × Q8_K product does with its integer block sums.
+    pub(in super::super) struct NibblesK;
+
+    impl Layout for NibblesK {
+        type Block = Tile4Block;
+        const Q8K: bool = true;
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+        unsafe fn pair(b: &Tile4Block, h: usize) -> (__m512i, __m512i) {
+            Nibbles4::pair(b, h)
+        }
+        fn scales(b: &Tile4Block) -> &[f32; TILE] {
+            &b.d
+        }
+        fn start(_: &Act) -> i32 {
+            0
+        }
+        fn scaled_sum(a: &Act) -> f32 {
+            a.scaled_sum_f32
+        }
+    }
+
     /// Up to four tiles (`tiles` holds whole tiles of `nb` blocks, `mins` their Q4_1
     /// minimums if any) against the activation, 16 outputs a tile into `out`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -151,7 +180,7 @@ mod x86 {
                 *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(d, dy), *acc);
                 if MIN {
                     let m = _mm512_load_ps(mins[t * nb + b].0.as_ptr());
-                    *acc = _mm512_fmadd_ps(m, _mm512_set1_ps(a.scaled_sum), *acc);
+                    *acc = _mm512_fmadd_ps(m, _mm512_set1_ps(L::scaled_sum(a)), *acc);
                 }
             }
         }
@@ -234,7 +263,7 @@ mod x86 {
                         _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r]), _mm512_mul_ps(d, dy), acc[r]);
                     if MIN {
                         let m = _mm512_load_ps(mins[t * nb + b].0.as_ptr());
-                        acc[r] = _mm512_fmadd_ps(m, _mm512_set1_ps(a.scaled_sum), acc[r]);
+                        acc[r] = _mm512_fmadd_ps(m, _mm512_set1_ps(L::scaled_sum(a)), acc[r]);
                     }
                 }
             }
@@ -277,7 +306,8 @@ mod x86 {
         let sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qlo, qhi));
         a.d = f16::from_f32(d).to_f32();
         a.correction = -128 * sum;
-        a.scaled_sum = f16::from_f32(a.d * sum as f32).to_f32();
+        a.scaled_sum_f32 = a.d * sum as f32;
+        a.scaled_sum = f16::from_f32(a.scaled_sum_f32).to_f32();
     }
 }
 
@@ -292,6 +322,7 @@ mod other {
 
     pub(in super::super) trait Layout {
         type Block;
+        const Q8K: bool = false;
     }
     pub(in super::super) struct Bytes;
     impl Layout for Bytes {
@@ -303,6 +334,10 @@ mod other {
     }
     pub(in super::super) struct Nibbles4;
     impl Layout for Nibbles4 {
+        type Block = Tile4Block;
+    }
+    pub(in super::super) struct NibblesK;
+    impl Layout for NibblesK {
         type Block = Tile4Block;
     }
 
