@@ -203,6 +203,12 @@ pub fn generate_structured(
             // Validate the caller's schema first: a schema error must name the schema,
             // not surface as a grammar failure.
             let validator = SchemaValidator::new(schema).map_err(StructuredError::Unsupported)?;
+            if let Some(at) = crate::constrain::conflicts::admits_nothing(schema) {
+                return Err(StructuredError::Unsupported(anyhow::anyhow!(
+                    "the schema admits no value, so no output can satisfy it ({at}); remove \
+                     or loosen that part"
+                )));
+            }
             // A budget below what the smallest valid output needs can only run out:
             // say so before decoding, with the figure.
             if let Some(minimal) = minimal_instance(schema) {

@@ -143,6 +143,51 @@ fn walk(s: &Value, at: &str) -> Option<String> {
     None
 }
 
+/// Where a schema admits no value at all, as "<where>: <why>": the schema `false`, or a
+/// `not` of a schema every value matches, at the root, in an `allOf`, or in a property an
+/// object-only schema requires. The grammar engine does not implement `not`, so such a
+/// schema would otherwise be decoded without it and every output refused by validation.
+pub fn admits_nothing(schema: &Value) -> Option<String> {
+    nothing(schema, "")
+}
+
+fn nothing(s: &Value, at: &str) -> Option<String> {
+    let here = if at.is_empty() { "/" } else { at };
+    let Value::Object(obj) = s else {
+        return (s == &Value::Bool(false))
+            .then(|| format!("{here}: the schema `false` admits no value"));
+    };
+    if let Some(n) = obj.get("not") {
+        if n == &Value::Bool(true) || n.as_object().is_some_and(|o| o.is_empty()) {
+            return Some(format!("{here}: `not` {n} excludes every value"));
+        }
+    }
+    if let Some(Value::Array(all)) = obj.get("allOf") {
+        for (i, sub) in all.iter().enumerate() {
+            if let Some(c) = nothing(sub, &format!("{at}/allOf/{i}")) {
+                return Some(c);
+            }
+        }
+    }
+    // A required property that admits nothing rules out every object, and so every value
+    // only where the schema admits objects alone.
+    if declared(s).is_some_and(|t| t == ["object"]) {
+        if let (Some(Value::Object(props)), Some(Value::Array(required))) =
+            (obj.get("properties"), obj.get("required"))
+        {
+            for name in required.iter().filter_map(Value::as_str) {
+                if let Some(c) = props
+                    .get(name)
+                    .and_then(|p| nothing(p, &format!("{at}/properties/{name}")))
+                {
+                    return Some(c);
+                }
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,5 +218,32 @@ mod tests {
             find_conflict(&json!({"type": "integer", "const": 3.0})),
             None
         );
+    }
+    #[test]
+    fn a_schema_that_admits_no_value_is_found_where_it_does() {
+        use serde_json::json;
+        assert!(admits_nothing(&json!({"not": {}}))
+            .unwrap()
+            .contains("`not` {}"));
+        assert!(admits_nothing(&json!(false)).is_some());
+        assert!(
+            admits_nothing(&json!({"allOf": [{"type": "string"}, {"not": true}]}))
+                .unwrap()
+                .starts_with("/allOf/1")
+        );
+        let object = json!({"type": "object", "properties": {"a": {"not": {}}}, "required": ["a"]});
+        assert!(admits_nothing(&object)
+            .unwrap()
+            .starts_with("/properties/a"));
+        // Not required, or not only objects: some value still fits.
+        assert_eq!(
+            admits_nothing(&json!({"type": "object", "properties": {"a": false}})),
+            None
+        );
+        assert_eq!(
+            admits_nothing(&json!({"properties": {"a": false}, "required": ["a"]})),
+            None
+        );
+        assert_eq!(admits_nothing(&json!({"not": {"type": "string"}})), None);
     }
 }

@@ -482,12 +482,11 @@ mod tests {
         d.max(0).unwrap().to_scalar::<f32>().unwrap()
     }
 
-    #[test]
-    fn q5_0_q8_0_and_q4_1_convert_exactly_and_stack_by_rows() {
-        // 37 rows: two whole tiles and a partial one; width 96: three blocks.
-        let (a, b) = (matrix(21, 96, 1), matrix(16, 96, 2));
-        let qa = QTensor::quantize(&a, GgmlDType::Q5_0).unwrap();
-        let qb = QTensor::quantize(&b, GgmlDType::Q8_0).unwrap();
+    /// A 21-row matrix of `a` over a 16-row one of `b` (37 rows: two whole tiles and a
+    /// partial one; width 96: three blocks) as tiles, and candle's dequantization of both.
+    fn stacked(a: GgmlDType, b: GgmlDType, seed: usize) -> (TiledQ8, Tensor) {
+        let qa = QTensor::quantize(&matrix(21, 96, seed), a).unwrap();
+        let qb = QTensor::quantize(&matrix(16, 96, seed + 1), b).unwrap();
         let want = Tensor::cat(
             &[
                 qa.dequantize(&Device::Cpu).unwrap(),
@@ -496,37 +495,20 @@ mod tests {
             0,
         )
         .unwrap();
-        let tiled = TiledQ8::from_parts(&[qa, qb]).unwrap();
+        (TiledQ8::from_parts(&[qa, qb]).unwrap(), want)
+    }
+
+    #[test]
+    fn q5_0_q8_0_and_q4_1_convert_exactly_and_stack_by_rows() {
+        let (tiled, want) = stacked(GgmlDType::Q5_0, GgmlDType::Q8_0, 1);
         assert!(matches!(tiled.weights, Weights::Bytes(_)));
         assert_eq!(max_gap(&tiled.dequantize().unwrap(), &want), 0.0);
         // A matrix all of Q5_0 keeps its 5-bit integers.
-        let (e, f) = (matrix(21, 96, 6), matrix(16, 96, 7));
-        let qe = QTensor::quantize(&e, GgmlDType::Q5_0).unwrap();
-        let qf = QTensor::quantize(&f, GgmlDType::Q5_0).unwrap();
-        let want = Tensor::cat(
-            &[
-                qe.dequantize(&Device::Cpu).unwrap(),
-                qf.dequantize(&Device::Cpu).unwrap(),
-            ],
-            0,
-        )
-        .unwrap();
-        let tiled = TiledQ8::from_parts(&[qe, qf]).unwrap();
+        let (tiled, want) = stacked(GgmlDType::Q5_0, GgmlDType::Q5_0, 6);
         assert!(matches!(tiled.weights, Weights::Q5_0(_)));
         assert_eq!(max_gap(&tiled.dequantize().unwrap(), &want), 0.0);
         // A matrix all of Q4_1 keeps its integers and minimums.
-        let (c, d) = (matrix(21, 96, 4), matrix(16, 96, 5));
-        let qc = QTensor::quantize(&c, GgmlDType::Q4_1).unwrap();
-        let qd = QTensor::quantize(&d, GgmlDType::Q4_1).unwrap();
-        let want = Tensor::cat(
-            &[
-                qc.dequantize(&Device::Cpu).unwrap(),
-                qd.dequantize(&Device::Cpu).unwrap(),
-            ],
-            0,
-        )
-        .unwrap();
-        let tiled = TiledQ8::from_parts(&[qc, qd]).unwrap();
+        let (tiled, want) = stacked(GgmlDType::Q4_1, GgmlDType::Q4_1, 4);
         assert!(matches!(tiled.weights, Weights::Q4_1(..)));
         assert!(max_gap(&tiled.dequantize().unwrap(), &want) <= 1e-6);
     }
