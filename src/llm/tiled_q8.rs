@@ -1,6 +1,6 @@
-//! Q8_0, Q5_0 and Q4_1 weights in tiles of 16 rows, multiplied by activation rows with
-//! AVX-512 VNNI: one row at a time when decoding, four at a time for a prompt (each loaded
-//! weight group serves the four).
+//! Q8_0, Q5_0, Q4_1 and Q4_K weights in tiles of 16 rows, multiplied by activation rows
+//! with AVX-512 VNNI: one row at a time when decoding, four at a time for a prompt (each
+//! loaded weight group serves the four).
 //!
 //! candle's matmul asks a block type for at most four rows at a time, so a Q5_0 or Q8_0
 //! weight costs about ten instructions per 32 multiply-adds a row (decode, `maddubs`,
