@@ -27,6 +27,12 @@ use super::weights::{GgufWeights, Linear, WeightReport, WeightSource, PREFILL_F3
 use super::{CausalLm, LoadOptions};
 use crate::models::gguf::GgufFile;
 
+/// Prompt tokens per forward pass. A longer prompt runs in pieces: each piece's
+/// activations and attention scores are the whole prompt's divided by the pieces (a
+/// 512-token prompt's scores alone were 9–15 MB a layer, the peak of a loaded model's
+/// memory), and 128 rows still keep the tiled products busy.
+const PROMPT_PIECE: usize = 128;
+
 struct Layer {
     /// Sees only the sliding window (and uses the local RoPE tables).
     local: bool,
@@ -378,7 +384,18 @@ impl CausalLm for Decoder {
             );
         }
         self.grow_cache(total)?;
-        let logits = self.forward_inner(tokens, pos)?;
+        let mut logits = None;
+        for (i, piece) in tokens.chunks(PROMPT_PIECE).enumerate() {
+            // A failed piece leaves the cache at `pos`: what it wrote is not counted.
+            match self.forward_inner(piece, pos + i * PROMPT_PIECE) {
+                Ok(l) => logits = Some(l),
+                Err(e) => {
+                    self.truncate(pos);
+                    return Err(e);
+                }
+            }
+        }
+        let logits = logits.expect("tokens is not empty");
         self.cached = total;
         self.cached_ids.truncate(pos);
         self.cached_ids.extend_from_slice(tokens);
@@ -443,7 +460,11 @@ mod tests {
             Variant::GEMMA3,
         ] {
             let mut m = tiny_decoder(3, variant, &exact()).unwrap();
-            let toks: Vec<u32> = (0..20).map(|i| (i * 7 % 250) as u32 + 3).collect();
+            // Longer than one prompt piece: the second piece attends to the first's keys
+            // (and on sliding-window layers to the window's only).
+            let toks: Vec<u32> = (0..PROMPT_PIECE + 30)
+                .map(|i| (i * 7 % 250) as u32 + 3)
+                .collect();
             let all = m.forward(&toks, 0).unwrap();
             m.reset();
             let mut last = Vec::new();
