@@ -386,14 +386,8 @@ impl CausalLm for Decoder {
         self.grow_cache(total)?;
         let mut logits = None;
         for (i, piece) in tokens.chunks(PROMPT_PIECE).enumerate() {
-            // A failed piece leaves the cache at `pos`: what it wrote is not counted.
-            match self.forward_inner(piece, pos + i * PROMPT_PIECE) {
-                Ok(l) => logits = Some(l),
-                Err(e) => {
-                    self.truncate(pos);
-                    return Err(e);
-                }
-            }
+            // `cached` moves only once every piece is in: a failed piece leaves it at `pos`.
+            logits = Some(self.forward_inner(piece, pos + i * PROMPT_PIECE)?);
         }
         let logits = logits.expect("tokens is not empty");
         self.cached = total;
@@ -460,8 +454,8 @@ mod tests {
             Variant::GEMMA3,
         ] {
             let mut m = tiny_decoder(3, variant, &exact()).unwrap();
-            // Longer than one prompt piece: the second piece attends to the first's keys
-            // (and on sliding-window layers to the window's only).
+            // Longer than one prompt piece: the second piece attends to the keys the first
+            // left in the cache.
             let toks: Vec<u32> = (0..PROMPT_PIECE + 30)
                 .map(|i| (i * 7 % 250) as u32 + 3)
                 .collect();
