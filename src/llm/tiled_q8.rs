@@ -13,9 +13,10 @@
 //!
 //! Exactness: a Q8_0 block is copied. A matrix that is all Q5_0 keeps its 5-bit integers
 //! (plus 16) as nibbles and a bit mask, and one all of Q4_1 or all of Q4_K its integers
-//! 0..15 as nibbles with the minimums of its blocks of 32 beside them (`blocks.rs`): 6
-//! bits a weight instead of the byte tiles' 9, unpacked to bytes in registers
-//! (`kernel.rs`). A minimum is added as minimum × (activation scale × activation sum), as
+//! 0..15 as nibbles with the scales and minimums of its blocks of 32 (`blocks.rs`): Q4_1's
+//! as the file's f16, 5 bits a weight; Q4_K's as f32, 6 bits (a sub-block's scale is a
+//! product that f16 may not hold), instead of the byte tiles' 9. They are unpacked to
+//! bytes in registers (`kernel.rs`). A minimum is added as minimum × (activation scale × activation sum), as
 //! ggml's Q4_1 × Q8_1 and Q4_K × Q8_K products do. A Q5_0 part stacked with other types
 //! is converted to bytes without loss (its integers -16..15 times 8, its scale over 8).
 //! Other types are dequantized and re-quantized to Q8_0 as candle does. Each activation
@@ -31,8 +32,10 @@ use rayon::prelude::*;
 
 mod blocks;
 mod kernel;
-use blocks::{byte_tiles, byte_weight, low_nibble, nibble_weight, q4_tiles, q5_0_tiles};
-use blocks::{Mins, Tile4Block, Tile5Block, TileBlock};
+use blocks::{
+    byte_tiles, byte_weight, low_nibble, nibble_weight, q4_1_tiles, q4k_tiles, q5_0_tiles,
+};
+use blocks::{Mins, Tile4Block, Tile4hBlock, Tile5Block, TileBlock};
 use kernel::{Bytes, Layout, Nibbles, Nibbles4, NibblesK};
 
 /// Rows per tile: one 512-bit register of 32-bit sums.
@@ -56,10 +59,11 @@ pub struct TiledQ8 {
 enum Weights {
     /// Signed integers plus 128.
     Bytes(Vec<TileBlock>),
-    /// A matrix all of Q4_1: its integers 0..15 as nibbles, and each block's minimums in
-    /// the order of the blocks.
-    Q4_1(Vec<Tile4Block>, Vec<Mins>),
-    /// A matrix all of Q4_K, as Q4_1 (each sub-block of 32 with its scale and minimum).
+    /// A matrix all of Q4_1: its integers 0..15 as nibbles, with the blocks' f16 scales
+    /// and minimums.
+    Q4_1(Vec<Tile4hBlock>),
+    /// A matrix all of Q4_K, as Q4_1 (each sub-block of 32 with its scale and minimum),
+    /// and each block's minimums in the order of the blocks.
     Q4K(Vec<Tile4Block>, Vec<Mins>),
     /// A matrix all of Q5_0.
     Q5_0(Vec<Tile5Block>),
@@ -123,12 +127,9 @@ impl TiledQ8 {
         }
         let dtypes: Vec<GgmlDType> = parts.iter().map(|p| p.dtype()).collect();
         let weights = match all_of(&dtypes) {
-            Some(GgmlDType::Q4_1) => {
-                let (blocks, mins) = q4_tiles(parts, n, k)?;
-                Weights::Q4_1(blocks, mins)
-            }
+            Some(GgmlDType::Q4_1) => Weights::Q4_1(q4_1_tiles(parts, n, k)?),
             Some(GgmlDType::Q4K) => {
-                let (blocks, mins) = q4_tiles(parts, n, k)?;
+                let (blocks, mins) = q4k_tiles(parts, n, k)?;
                 Weights::Q4K(blocks, mins)
             }
             Some(GgmlDType::Q5_0) => Weights::Q5_0(q5_0_tiles(parts, n, k)?),
@@ -184,7 +185,12 @@ impl TiledQ8 {
                     let tb = &blocks[at];
                     out.extend((0..QK).map(|j| byte_weight(tb, i, j) as f32 * tb.d[i]));
                 }
-                Weights::Q4_1(blocks, mins) | Weights::Q4K(blocks, mins) => {
+                Weights::Q4_1(blocks) => {
+                    let tb = &blocks[at];
+                    let (d, m) = (tb.d[i].to_f32(), tb.m[i].to_f32());
+                    out.extend((0..QK).map(|j| low_nibble(&tb.low, i, j) as f32 * d + m));
+                }
+                Weights::Q4K(blocks, mins) => {
                     let (tb, m) = (&blocks[at], mins[at].0[i]);
                     out.extend((0..QK).map(|j| low_nibble(&tb.low, i, j) as f32 * tb.d[i] + m));
                 }
@@ -211,7 +217,7 @@ impl TiledQ8 {
     fn gemm(&self, xs: &[f32], m: usize, out: &mut [f32], pool: Pool) {
         match &self.weights {
             Weights::Bytes(b) => self.gemm_in::<Bytes>(b, None, xs, m, out, pool),
-            Weights::Q4_1(b, mins) => self.gemm_in::<Nibbles4>(b, Some(mins), xs, m, out, pool),
+            Weights::Q4_1(b) => self.gemm_in::<Nibbles4>(b, None, xs, m, out, pool),
             Weights::Q4K(b, mins) => self.gemm_in::<NibblesK>(b, Some(mins), xs, m, out, pool),
             Weights::Q5_0(b) => self.gemm_in::<Nibbles>(b, None, xs, m, out, pool),
         }
@@ -285,7 +291,7 @@ impl TiledQ8 {
     fn gemv(&self, x: &[f32], out: &mut [f32]) {
         match &self.weights {
             Weights::Bytes(b) => self.gemv_in::<Bytes>(b, None, x, out),
-            Weights::Q4_1(b, mins) => self.gemv_in::<Nibbles4>(b, Some(mins), x, out),
+            Weights::Q4_1(b) => self.gemv_in::<Nibbles4>(b, None, x, out),
             Weights::Q4K(b, mins) => self.gemv_in::<NibblesK>(b, Some(mins), x, out),
             Weights::Q5_0(b) => self.gemv_in::<Nibbles>(b, None, x, out),
         }

@@ -34,9 +34,21 @@ pub(super) struct Tile5Block {
     pub(super) high: [u64; GROUPS],
 }
 
-/// One block column of a Q4_1 tile: the 16 rows' scales, then their integers (0..15) as
-/// nibbles laid out as `Tile5Block::low`; the minimums are beside it (`Mins`). 320 bytes
-/// for what `TileBlock` holds in 576.
+/// One block column of a Q4_1 tile: the 16 rows' scales and minimums as the file holds
+/// them (f16), then their integers (0..15) as nibbles laid out as `Tile5Block::low`. 320
+/// bytes for 512 weights, 5 bits a weight as in the file (`TileBlock` holds them in 576).
+#[derive(Clone)]
+#[repr(C, align(64))]
+pub(super) struct Tile4hBlock {
+    pub(super) d: [f16; TILE],
+    pub(super) m: [f16; TILE],
+    pub(super) low: [[u8; 64]; GROUPS / 2],
+}
+
+/// One block column of a Q4_K tile: the 16 rows' sub-block scales, then their integers
+/// (0..15) as nibbles laid out as `Tile5Block::low`; the minimums are beside it (`Mins`).
+/// Scales and minimums are f32: a sub-block's 6-bit scale times its super-block's f16
+/// scale does not always fit an f16.
 #[derive(Clone)]
 #[repr(C, align(64))]
 pub(super) struct Tile4Block {
@@ -44,7 +56,7 @@ pub(super) struct Tile4Block {
     pub(super) low: [[u8; 64]; GROUPS / 2],
 }
 
-/// The 16 rows' minimums of one Q4_1 block column (beside its `Tile4Block`).
+/// The 16 rows' minimums of one Q4_K block column (beside its `Tile4Block`).
 #[derive(Clone)]
 #[repr(C, align(64))]
 pub(super) struct Mins(pub(super) [f32; TILE]);
@@ -79,10 +91,42 @@ fn set_low_nibble(low: &mut [[u8; 64]; GROUPS / 2], i: usize, j: usize, v: u8) {
     low[g % (GROUPS / 2)][at] |= (v & 0x0f) << shift;
 }
 
-/// Q4_1 or Q4_K parts as nibble tiles of their integers (0..15), and the minimums of
-/// their blocks of 32 (a Q4_K super-block's eight sub-blocks, each with its 6-bit scale
-/// and minimum times the super-block's: exactly what candle's dequantization computes).
-pub(super) fn q4_tiles(
+/// Q4_1 parts as nibble tiles of their integers (0..15) with their blocks' f16 scales
+/// and minimums.
+pub(super) fn q4_1_tiles(parts: &[QTensor], n: usize, k: usize) -> Result<Vec<Tile4hBlock>> {
+    let nb = k / QK;
+    let zero = Tile4hBlock {
+        d: [f16::ZERO; TILE],
+        m: [f16::ZERO; TILE],
+        low: [[0; 64]; GROUPS / 2],
+    };
+    let mut blocks = vec![zero; n.div_ceil(TILE) * nb];
+    let mut row = 0;
+    for p in parts {
+        let data = p.data()?;
+        let size = p.dtype().type_size();
+        for raw_row in data.chunks(nb * size) {
+            for (b, raw) in raw_row.chunks(size).enumerate() {
+                let (d, m, q) = q4_1_block(raw);
+                let tb = &mut blocks[row / TILE * nb + b];
+                let i = row % TILE;
+                // From f16 and back: exact.
+                tb.d[i] = f16::from_f32(d);
+                tb.m[i] = f16::from_f32(m);
+                for (j, v) in q.iter().enumerate() {
+                    set_low_nibble(&mut tb.low, i, j, *v);
+                }
+            }
+            row += 1;
+        }
+    }
+    Ok(blocks)
+}
+
+/// Q4_K parts as nibble tiles of their integers (0..15), and the minimums of their
+/// blocks of 32 (a super-block's eight sub-blocks, each with its 6-bit scale and minimum
+/// times the super-block's: exactly what candle's dequantization computes).
+pub(super) fn q4k_tiles(
     parts: &[QTensor],
     n: usize,
     k: usize,
@@ -99,10 +143,8 @@ pub(super) fn q4_tiles(
         let data = p.data()?;
         let size = p.dtype().type_size();
         for raw_row in data.chunks(k / p.dtype().block_size() * size) {
-            let cells: Vec<(f32, f32, [u8; QK])> = match p.dtype() {
-                GgmlDType::Q4K => raw_row.chunks(size).flat_map(q4k_block).collect(),
-                _ => raw_row.chunks(size).map(q4_1_block).collect(),
-            };
+            let cells: Vec<(f32, f32, [u8; QK])> =
+                raw_row.chunks(size).flat_map(q4k_block).collect();
             for (b, (d, m, q)) in cells.into_iter().enumerate() {
                 let (at, i) = (row / TILE * nb + b, row % TILE);
                 blocks[at].d[i] = d;

@@ -11,7 +11,7 @@ mod x86 {
 
     use half::f16;
 
-    use super::super::blocks::{Mins, Tile4Block, Tile5Block, TileBlock};
+    use super::super::blocks::{Mins, Tile4Block, Tile4hBlock, Tile5Block, TileBlock};
     use super::super::{Act, GROUPS, TILE};
 
     /// How a tile block's 8 groups of 64 bytes are read, two at a time (groups h and
@@ -21,7 +21,17 @@ mod x86 {
         /// Groups `h` and `h + 4` (h < 4) as unsigned bytes.
         unsafe fn pair(b: &Self::Block, h: usize) -> (__m512i, __m512i);
         /// The 16 rows' scales.
-        fn scales(b: &Self::Block) -> &[f32; TILE];
+        unsafe fn scales(b: &Self::Block) -> __m512;
+        /// Whether blocks have minimums (Q4_1, Q4_K): the sums start from 0 and each
+        /// block adds its minimums times the activation's scaled sum.
+        const MIN: bool = false;
+        /// Block column `i`'s 16 minimums (`block`, or `mins[i]` where they are kept
+        /// beside the blocks).
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+        unsafe fn mins(_block: &Self::Block, mins: &[Mins], i: usize) -> __m512 {
+            _mm512_load_ps(mins[i].0.as_ptr())
+        }
         /// What a block's sums start from: minus the unsigned offset times the
         /// activation block's sum.
         fn start(a: &Act) -> i32;
@@ -46,8 +56,10 @@ mod x86 {
                 _mm512_load_si512(b.qs[h + GROUPS / 2].as_ptr() as *const _),
             )
         }
-        fn scales(b: &TileBlock) -> &[f32; TILE] {
-            &b.d
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+        unsafe fn scales(b: &TileBlock) -> __m512 {
+            _mm512_load_ps(b.d.as_ptr())
         }
         fn start(a: &Act) -> i32 {
             a.correction
@@ -72,8 +84,10 @@ mod x86 {
                 _mm512_mask_add_epi8(hi, b.high[h + GROUPS / 2], hi, sixteen),
             )
         }
-        fn scales(b: &Tile5Block) -> &[f32; TILE] {
-            &b.d
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+        unsafe fn scales(b: &Tile5Block) -> __m512 {
+            _mm512_load_ps(b.d.as_ptr())
         }
         fn start(a: &Act) -> i32 {
             // correction is -128 × sum; the offset here is 16.
@@ -81,26 +95,41 @@ mod x86 {
         }
     }
 
-    /// Q4_1's integers (0..15) as nibbles, run with `MIN` set.
+    /// Q4_1's integers (0..15) as nibbles, with the file's f16 scales and minimums.
     pub(in super::super) struct Nibbles4;
 
+    /// Groups `h` and `h + 4` of nibble tiles as unsigned bytes.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn nibble_pair(low: &[[u8; 64]; GROUPS / 2], h: usize) -> (__m512i, __m512i) {
+        let v = _mm512_load_si512(low[h].as_ptr() as *const _);
+        let nibble = _mm512_set1_epi8(0x0f);
+        (
+            _mm512_and_si512(v, nibble),
+            _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble),
+        )
+    }
+
     impl Layout for Nibbles4 {
-        type Block = Tile4Block;
+        type Block = Tile4hBlock;
+        const MIN: bool = true;
         #[inline]
         #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-        unsafe fn pair(b: &Tile4Block, h: usize) -> (__m512i, __m512i) {
-            let v = _mm512_load_si512(b.low[h].as_ptr() as *const _);
-            let nibble = _mm512_set1_epi8(0x0f);
-            (
-                _mm512_and_si512(v, nibble),
-                _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble),
-            )
+        unsafe fn pair(b: &Tile4hBlock, h: usize) -> (__m512i, __m512i) {
+            nibble_pair(&b.low, h)
         }
-        fn scales(b: &Tile4Block) -> &[f32; TILE] {
-            &b.d
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+        unsafe fn scales(b: &Tile4hBlock) -> __m512 {
+            _mm512_cvtph_ps(_mm256_load_si256(b.d.as_ptr() as *const _))
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+        unsafe fn mins(b: &Tile4hBlock, _: &[Mins], _: usize) -> __m512 {
+            _mm512_cvtph_ps(_mm256_load_si256(b.m.as_ptr() as *const _))
         }
         fn start(_: &Act) -> i32 {
-            // Unshifted: the minimums stand for the offset (`MIN`).
+            // Unshifted: the minimums stand for the offset.
             0
         }
     }
@@ -112,13 +141,16 @@ mod x86 {
     impl Layout for NibblesK {
         type Block = Tile4Block;
         const Q8K: bool = true;
+        const MIN: bool = true;
         #[inline]
         #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
         unsafe fn pair(b: &Tile4Block, h: usize) -> (__m512i, __m512i) {
-            Nibbles4::pair(b, h)
+            nibble_pair(&b.low, h)
         }
-        fn scales(b: &Tile4Block) -> &[f32; TILE] {
-            &b.d
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+        unsafe fn scales(b: &Tile4Block) -> __m512 {
+            _mm512_load_ps(b.d.as_ptr())
         }
         fn start(_: &Act) -> i32 {
             0
@@ -128,8 +160,8 @@ mod x86 {
         }
     }
 
-    /// Up to four tiles (`tiles` holds whole tiles of `nb` blocks, `mins` their Q4_1
-    /// minimums if any) against the activation, 16 outputs a tile into `out`.
+    /// Up to four tiles (`tiles` holds whole tiles of `nb` blocks, `mins` their Q4_K
+    /// minimums if kept beside them) against the activation, 16 outputs a tile into `out`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
     pub(in super::super) unsafe fn tiles<L: Layout>(
         tiles: &[L::Block],
@@ -138,23 +170,51 @@ mod x86 {
         act: &[Act],
         out: &mut [f32],
     ) {
-        match (tiles.len() / nb, mins) {
-            (4, None) => run::<L, 4, false>(tiles, &[], nb, act, out),
-            (3, None) => run::<L, 3, false>(tiles, &[], nb, act, out),
-            (2, None) => run::<L, 2, false>(tiles, &[], nb, act, out),
-            (_, None) => run::<L, 1, false>(tiles, &[], nb, act, out),
-            (4, Some(m)) => run::<L, 4, true>(tiles, m, nb, act, out),
-            (3, Some(m)) => run::<L, 3, true>(tiles, m, nb, act, out),
-            (2, Some(m)) => run::<L, 2, true>(tiles, m, nb, act, out),
-            (_, Some(m)) => run::<L, 1, true>(tiles, m, nb, act, out),
+        let m = mins.unwrap_or(&[]);
+        match tiles.len() / nb {
+            4 => run::<L, 4>(tiles, m, nb, act, out),
+            3 => run::<L, 3>(tiles, m, nb, act, out),
+            2 => run::<L, 2>(tiles, m, nb, act, out),
+            _ => run::<L, 1>(tiles, m, nb, act, out),
         }
     }
 
-    /// `MIN`: Q4_1 tiles (unshifted integers, no correction; the minimums times the
-    /// activation's scaled sum added per block).
+    /// Block column `at`'s scales and (`MIN`) minimums.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn run<L: Layout, const R: usize, const MIN: bool>(
+    unsafe fn factors<L: Layout>(block: &L::Block, mins: &[Mins], at: usize) -> (__m512, __m512) {
+        let m = if L::MIN {
+            L::mins(block, mins, at)
+        } else {
+            _mm512_setzero_ps()
+        };
+        (L::scales(block), m)
+    }
+
+    /// `acc` plus one block's integer sums times its scales `d` and the activation's,
+    /// and (`MIN`: Q4_1 and Q4_K, whose sums are unshifted) its minimums `m` times the
+    /// activation block's scaled sum.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn scaled<L: Layout>(
+        d: __m512,
+        m: __m512,
+        sums: __m512i,
+        a: &Act,
+        acc: __m512,
+    ) -> __m512 {
+        let d = _mm512_mul_ps(d, _mm512_set1_ps(a.d));
+        let acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), d, acc);
+        if L::MIN {
+            _mm512_fmadd_ps(m, _mm512_set1_ps(L::scaled_sum(a)), acc)
+        } else {
+            acc
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn run<L: Layout, const R: usize>(
         tiles: &[L::Block],
         mins: &[Mins],
         nb: usize,
@@ -163,7 +223,7 @@ mod x86 {
     ) {
         let mut acc = [_mm512_setzero_ps(); R];
         for (b, a) in act.iter().enumerate() {
-            let start = if MIN { 0 } else { L::start(a) };
+            let start = if L::MIN { 0 } else { L::start(a) };
             let mut sums = [_mm512_set1_epi32(start); R];
             let groups = a.qs.as_ptr() as *const i32;
             for h in 0..GROUPS / 2 {
@@ -174,14 +234,9 @@ mod x86 {
                     *s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(*s, w0, y0), w1, y1);
                 }
             }
-            let dy = _mm512_set1_ps(a.d);
             for (t, (acc, s)) in acc.iter_mut().zip(sums).enumerate() {
-                let d = _mm512_loadu_ps(L::scales(&tiles[t * nb + b]).as_ptr());
-                *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(d, dy), *acc);
-                if MIN {
-                    let m = _mm512_load_ps(mins[t * nb + b].0.as_ptr());
-                    *acc = _mm512_fmadd_ps(m, _mm512_set1_ps(L::scaled_sum(a)), *acc);
-                }
+                let (d, m) = factors::<L>(&tiles[t * nb + b], mins, t * nb + b);
+                *acc = scaled::<L>(d, m, s, a, *acc);
             }
         }
         for (t, acc) in acc.iter().enumerate() {
@@ -201,30 +256,21 @@ mod x86 {
         stride: usize,
     ) {
         let m = mins.unwrap_or(&[]);
-        macro_rules! pick {
-            ($min:literal) => {
-                match (tiles.len() / nb, act.len() / nb) {
-                    (2, 4) => run_rows::<L, 2, 4, $min>(tiles, m, nb, act, out, stride),
-                    (2, 3) => run_rows::<L, 2, 3, $min>(tiles, m, nb, act, out, stride),
-                    (2, 2) => run_rows::<L, 2, 2, $min>(tiles, m, nb, act, out, stride),
-                    (2, _) => run_rows::<L, 2, 1, $min>(tiles, m, nb, act, out, stride),
-                    (_, 4) => run_rows::<L, 1, 4, $min>(tiles, m, nb, act, out, stride),
-                    (_, 3) => run_rows::<L, 1, 3, $min>(tiles, m, nb, act, out, stride),
-                    (_, 2) => run_rows::<L, 1, 2, $min>(tiles, m, nb, act, out, stride),
-                    _ => run_rows::<L, 1, 1, $min>(tiles, m, nb, act, out, stride),
-                }
-            };
-        }
-        if mins.is_some() {
-            pick!(true)
-        } else {
-            pick!(false)
+        match (tiles.len() / nb, act.len() / nb) {
+            (2, 4) => run_rows::<L, 2, 4>(tiles, m, nb, act, out, stride),
+            (2, 3) => run_rows::<L, 2, 3>(tiles, m, nb, act, out, stride),
+            (2, 2) => run_rows::<L, 2, 2>(tiles, m, nb, act, out, stride),
+            (2, _) => run_rows::<L, 2, 1>(tiles, m, nb, act, out, stride),
+            (_, 4) => run_rows::<L, 1, 4>(tiles, m, nb, act, out, stride),
+            (_, 3) => run_rows::<L, 1, 3>(tiles, m, nb, act, out, stride),
+            (_, 2) => run_rows::<L, 1, 2>(tiles, m, nb, act, out, stride),
+            _ => run_rows::<L, 1, 1>(tiles, m, nb, act, out, stride),
         }
     }
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn run_rows<L: Layout, const T: usize, const R: usize, const MIN: bool>(
+    unsafe fn run_rows<L: Layout, const T: usize, const R: usize>(
         tiles: &[L::Block],
         mins: &[Mins],
         nb: usize,
@@ -235,7 +281,7 @@ mod x86 {
         let mut acc = [[_mm512_setzero_ps(); R]; T];
         for b in 0..nb {
             let mut sums = [[_mm512_setzero_si512(); R]; T];
-            if !MIN {
+            if !L::MIN {
                 for r in 0..R {
                     for s in sums.iter_mut() {
                         s[r] = _mm512_set1_epi32(L::start(&act[r * nb + b]));
@@ -255,16 +301,9 @@ mod x86 {
                 }
             }
             for (t, (acc, sums)) in acc.iter_mut().zip(&sums).enumerate() {
-                let d = _mm512_loadu_ps(L::scales(&tiles[t * nb + b]).as_ptr());
+                let (d, m) = factors::<L>(&tiles[t * nb + b], mins, t * nb + b);
                 for r in 0..R {
-                    let a = &act[r * nb + b];
-                    let dy = _mm512_set1_ps(a.d);
-                    acc[r] =
-                        _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r]), _mm512_mul_ps(d, dy), acc[r]);
-                    if MIN {
-                        let m = _mm512_load_ps(mins[t * nb + b].0.as_ptr());
-                        acc[r] = _mm512_fmadd_ps(m, _mm512_set1_ps(L::scaled_sum(a)), acc[r]);
-                    }
+                    acc[r] = scaled::<L>(d, m, sums[r], &act[r * nb + b], acc[r]);
                 }
             }
         }
@@ -317,7 +356,7 @@ pub(super) use other::*;
 /// Elsewhere the kernels are never called: tiles are built only where `available()`.
 #[cfg(not(target_arch = "x86_64"))]
 mod other {
-    use super::super::blocks::{Mins, Tile4Block, Tile5Block, TileBlock};
+    use super::super::blocks::{Mins, Tile4Block, Tile4hBlock, Tile5Block, TileBlock};
     use super::super::Act;
 
     pub(in super::super) trait Layout {
@@ -334,7 +373,7 @@ mod other {
     }
     pub(in super::super) struct Nibbles4;
     impl Layout for Nibbles4 {
-        type Block = Tile4Block;
+        type Block = Tile4hBlock;
     }
     pub(in super::super) struct NibblesK;
     impl Layout for NibblesK {
