@@ -88,6 +88,7 @@ mod tests {
                     specific: chunks < 10,
                     in_passages,
                     barely_known: chunks <= 2,
+                    weight: (5000.0 / (1 + chunks) as f64).ln(),
                 })
                 .collect(),
         }

@@ -43,6 +43,9 @@ pub struct Term {
     /// At most `BARELY_KNOWN_CHUNKS` chunks hold it, in a KB of at least
     /// `BARELY_KNOWN_MIN_KB_CHUNKS`: its absence from the passages names a gap.
     pub barely_known: bool,
+    /// How much the word says about what is asked: ln(KB chunks / (1 + chunks holding
+    /// it)), its inverse document frequency.
+    pub weight: f64,
 }
 
 /// The question's content words (general words aside), each looked up in the KB and in
@@ -77,6 +80,7 @@ pub fn question_terms(kb: &KnowledgeBase, question: &str, hits: &[Hit]) -> Resul
             specific,
             in_passages,
             barely_known: chunks <= BARELY_KNOWN_CHUNKS && total >= BARELY_KNOWN_MIN_KB_CHUNKS,
+            weight: (total as f64 / (1 + chunks) as f64).ln().max(0.0),
         });
     }
     Ok(terms)
@@ -109,6 +113,23 @@ impl Evidence {
             })
             .map(|t| t.word.clone())
             .collect()
+    }
+
+    /// Share of the question's weight (`Term::weight`) on words that no chunk of the KB
+    /// holds, in a KB large enough for an absent word to say something of its subject
+    /// (`Term::barely_known`); 0 in a smaller one.
+    pub fn unknown_weight(&self) -> f64 {
+        let total: f64 = self.terms.iter().map(|t| t.weight).sum();
+        if total <= 0.0 {
+            return 0.0;
+        }
+        let unknown: f64 = self
+            .terms
+            .iter()
+            .filter(|t| t.chunks == 0 && t.barely_known)
+            .map(|t| t.weight)
+            .sum();
+        unknown / total
     }
 
     /// Share of the question's words that no chunk of the KB holds.

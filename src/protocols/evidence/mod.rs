@@ -42,6 +42,16 @@ pub const UNKNOWN_SHARE_MIN: f64 = 0.5;
 /// half names more than two.
 pub const UNMENTIONED_OUT_OF_DOMAIN: usize = 3;
 
+/// Share of a question's weight on words no chunk of the KB holds
+/// (`Evidence::unknown_weight`) from which its subject is not the KB's, however near its
+/// topics its other words put it: an everyday question in the manual's words ("prune the
+/// branches of an apple tree", "merge onto a motorway") scores like the manual's own
+/// questions on similarity. On the tuning halves of git-doc and postgresql (`sextant eval
+/// --json`, each question's `terms`) every out-of-domain question reaches 0.47, no
+/// answerable one passes 0.42 and no not-documented one 0.48 (a psql command to draw an
+/// entity-relationship diagram, then refused as out of domain instead of answered).
+pub const UNKNOWN_WEIGHT_OUT_OF_DOMAIN: f64 = 0.45;
+
 /// Retrieved chunks the reader is shown, best first: the passages an answer is read from.
 pub const PASSAGES: usize = 3;
 
@@ -243,7 +253,9 @@ impl Evidence {
                 .filter(|t| t.chunks == 0)
                 .map(|t| t.word.as_str())
                 .collect();
-            if self.terms.len() >= 2 && self.unknown_share() >= UNKNOWN_SHARE_MIN {
+            if (self.terms.len() >= 2 && self.unknown_share() >= UNKNOWN_SHARE_MIN)
+                || self.foreign_words()
+            {
                 format!(
                     "no document uses the question's words {}",
                     unknown.join(", ")
@@ -267,17 +279,56 @@ impl Evidence {
         let names_the_kb_knows = self.unknown_terms.is_empty()
             && !self.unretrieved_terms.is_empty()
             && self.best_score >= ANSWERABLE_MIN_SCORE;
-        !self.answerable() && self.domain_score < DOMAIN_MIN_SCORE && !names_the_kb_knows
+        !self.answerable()
+            && (self.domain_score < DOMAIN_MIN_SCORE || self.foreign_words())
+            && !names_the_kb_knows
     }
 
-    /// Whether the question is far from the KB's topics and at least `UNKNOWN_SHARE_MIN`
-    /// of its words occur in no chunk of the KB: an everyday question whose other words the documents happen to use ("what
-    /// flour-to-water ratio for bread dough", "how many grams of butter in a tablespoon")
-    /// retrieves passages that score like an answer, but the KB has never seen its subject.
+    /// Why `out_of_domain` holds: why it is unanswerable, and what puts it outside the
+    /// KB's world (its distance from the topics, or the weight of words no chunk holds).
+    pub fn why_out_of_domain(&self) -> String {
+        if self.domain_score < DOMAIN_MIN_SCORE {
+            return format!(
+                "{} and domain similarity {:.3} < {DOMAIN_MIN_SCORE}",
+                self.why_unanswerable(),
+                self.domain_score
+            );
+        }
+        let unknown: Vec<&str> = self
+            .terms
+            .iter()
+            .filter(|t| t.chunks == 0)
+            .map(|t| t.word.as_str())
+            .collect();
+        format!(
+            "{}; {:.2} of the question's weight is on words no document uses ({}), though its domain similarity is {:.3}",
+            self.why_unanswerable(),
+            self.unknown_weight(),
+            unknown.join(", "),
+            self.domain_score
+        )
+    }
+
+    /// Whether most of the question's weight is on words the KB has never seen
+    /// (`UNKNOWN_WEIGHT_OUT_OF_DOMAIN`), two at least: one unknown word is a turn of
+    /// phrase or a typo ("our disks get hammered").
+    fn foreign_words(&self) -> bool {
+        let unknown = self.terms.iter().filter(|t| t.chunks == 0).count();
+        unknown >= 2 && self.unknown_weight() >= UNKNOWN_WEIGHT_OUT_OF_DOMAIN
+    }
+
+    /// Whether the question's subject is not the KB's: far from its topics with at least
+    /// `UNKNOWN_SHARE_MIN` of its words, or three words of the question proper
+    /// (`UNMENTIONED_OUT_OF_DOMAIN`), unknown to it; or, near its topics or not, with most
+    /// of its weight on words the KB has never seen (`foreign_words`). An everyday
+    /// question whose other words the documents happen to use ("what flour-to-water ratio
+    /// for bread dough", "how many grams of butter in a tablespoon") retrieves passages
+    /// that score like an answer, but the KB has never seen its subject.
     pub fn words_unknown(&self) -> bool {
-        self.domain_score < DOMAIN_MIN_SCORE
+        (self.domain_score < DOMAIN_MIN_SCORE
             && ((self.terms.len() >= 2 && self.unknown_share() >= UNKNOWN_SHARE_MIN)
-                || self.unmentioned_terms("").len() >= UNMENTIONED_OUT_OF_DOMAIN)
+                || self.unmentioned_terms("").len() >= UNMENTIONED_OUT_OF_DOMAIN))
+            || self.foreign_words()
     }
 }
 
@@ -318,6 +369,7 @@ mod tests {
             specific: chunks < 10,
             in_passages: false,
             barely_known: chunks <= coverage::BARELY_KNOWN_CHUNKS,
+            weight: (5000.0 / (1 + chunks) as f64).ln(),
         }
     }
 
@@ -342,15 +394,42 @@ mod tests {
         // "How many grams of butter are in a tablespoon?": no chunk holds any of them.
         let butter = || vec![term("grams", 0), term("butter", 0), term("tablespoon", 0)];
         assert!(ev(0.64, butter()).out_of_domain());
-        // Close to the KB's topics, the same words are a gap, not another domain.
-        assert!(ev(DOMAIN_MIN_SCORE + 0.01, butter()).answerable());
-        // One unknown word of three is a turn of phrase ("hammered").
+        // However close to the KB's topics: the KB has never seen any of them.
+        assert!(ev(DOMAIN_MIN_SCORE + 0.1, butter()).out_of_domain());
+        // One unknown word of three is a turn of phrase ("hammered"), though it weighs
+        // the most.
         let hammered = vec![
             term("hammered", 0),
             term("checkpoints", 40),
             term("wal", 300),
         ];
         assert!(ev(0.64, hammered).answerable());
+    }
+
+    #[test]
+    fn a_question_in_the_kbs_words_about_something_it_never_mentions_is_out_of_domain() {
+        // git-doc knows pruning, branches and trees, never apples or winter.
+        let q = "How do I prune the branches of an apple tree in late winter?";
+        let words = || {
+            vec![
+                term("prune", 129),
+                term("branches", 1022),
+                term("apple", 0),
+                term("tree", 945),
+                term("late", 4),
+                term("winter", 0),
+            ]
+        };
+        let near = scored(DOMAIN_MIN_SCORE + 0.02, q, words());
+        assert!(near.unknown_weight() >= UNKNOWN_WEIGHT_OUT_OF_DOMAIN);
+        assert!(!near.answerable());
+        assert!(near.out_of_domain());
+        assert!(near.why_out_of_domain().contains("(apple, winter)"));
+        // A documented question with one word the KB lacks stays answerable.
+        let mut documented = words();
+        documented[5] = term("reflog", 40);
+        let documented = scored(DOMAIN_MIN_SCORE + 0.02, q, documented);
+        assert!(documented.answerable());
     }
 
     #[test]

@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::checks::{self, grounding_share};
-use super::evidence::{Evidence, DOMAIN_MIN_SCORE};
+use super::evidence::Evidence;
 use super::gap;
 use super::grounded::{
     candidates, evidence_listing, extractive_answer, join_sentences, CANDIDATES,
@@ -162,11 +162,7 @@ pub fn prepare(
     let facts = SectionFacts::of(kb, &ev.hits)?;
 
     if ev.out_of_domain() {
-        report.decision = format!(
-            "out of domain: {} and domain similarity {:.3} < {DOMAIN_MIN_SCORE}",
-            ev.why_unanswerable(),
-            ev.domain_score
-        );
+        report.decision = format!("out of domain: {}", ev.why_out_of_domain());
         return check(refusal::out_of_domain(&ev), &ev, &facts, report, None).map(Step::Done);
     }
     if !ev.answerable() {
