@@ -1130,3 +1130,19 @@ fn follow_ups_carry_the_earlier_subject_and_new_subjects_stand_alone() {
     let first = resolve(&kb, &[], "and how often?").unwrap();
     assert!(!first.is_follow_up(), "nothing to follow: {first:?}");
 }
+
+/// A short query is embedded on one thread (`embed::ONE_THREAD_TOKENS`), a long batch on
+/// all of them: the query's vector is the same either way.
+#[test]
+fn a_query_embedded_alone_matches_its_vector_in_a_large_batch() {
+    let e = embedder();
+    let query = "how do I roll back a deployment";
+    let long = "Rolling back a deployment restores the previous revision of its pod \
+                template; the controller then replaces the running pods step by step, \
+                and the history keeps the revisions that a later rollout can return to.";
+    let alone = e.embed(&[query]).unwrap().remove(0);
+    let batch = e.embed(&[long, query, long]).unwrap();
+    let c = cosine(&alone, &batch[1]);
+    assert!(c > 0.99999, "cosine {c} between the query alone and in a batch");
+    assert!(cosine(&alone, &batch[0]) < 0.99, "the batch's texts are not the query");
+}

@@ -23,6 +23,12 @@ pub const MAX_TOKENS: usize = 256;
 /// tokens, not texts: larger products keep both cores busy for longer between the
 /// synchronisations of each layer, and the activations of 4,096 tokens stay under 60 MB.
 const BATCH_TOKENS: usize = 4096;
+/// A batch of at most this many word pieces (a search query) runs on one thread: its
+/// products are too small to share, and handing each of the forward pass's dozens of
+/// passes to the other core and waiting for it costs more than the work. One text on
+/// the 2-core EPYC, p50 on one thread against two: 8 words 1.3 against 2.1 ms, 16 words
+/// 2.3 / 2.8, 24 words 3.1 / 3.2, 32 words 4.1 / 3.7 (docs/PERFORMANCE.md).
+const ONE_THREAD_TOKENS: usize = 32;
 
 /// How the encoder's dense layers multiply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -126,7 +132,12 @@ impl Embedder {
                     types: e.get_type_ids(),
                 })
                 .collect();
-            let hidden = self.model.forward(&batch)?;
+            let tokens: usize = lengths[range.clone()].iter().sum();
+            let hidden = if tokens <= ONE_THREAD_TOKENS {
+                one_thread()?.install(|| self.model.forward(&batch))?
+            } else {
+                self.model.forward(&batch)?
+            };
             let mut rows = hidden.chunks_exact(self.dim);
             for &len in &lengths[range] {
                 out.push(mean_normalized(rows.by_ref().take(len), self.dim));
@@ -134,6 +145,19 @@ impl Embedder {
         }
         Ok(out)
     }
+}
+
+/// A rayon pool of one thread: inside it, the forward pass's parallel loops run inline.
+fn one_thread() -> Result<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    if let Some(pool) = POOL.get() {
+        return Ok(pool);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .thread_name(|_| "sextant-query-embed".into())
+        .build()?;
+    Ok(POOL.get_or_init(|| pool))
 }
 
 /// The mean of `rows`, L2-normalised (sentence-transformers' pooling and normalisation).

@@ -71,6 +71,10 @@ pub struct KbBenchReport {
     pub embed_precision: sextant::embed::Precision,
     pub embed_sentences_per_s: f64,
     pub embed_mean_tokens: f64,
+    /// Embedding one search query (the latency figures' questions), p50 and p99: a part
+    /// of every search's latency.
+    pub query_embed_ms_p50: f64,
+    pub query_embed_ms_p99: f64,
     /// Int8 only: f32 on the same texts in the same run, and how far the vectors differ.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub embed_f32: Option<F32Embedding>,
@@ -224,6 +228,12 @@ pub fn run_kb(
     .map(String::from)
     .collect();
     let words: Vec<&str> = texts.iter().flat_map(|t| t.split_whitespace()).collect();
+    let mut query_ms = Vec::new();
+    for i in 0..args.queries {
+        let t = Instant::now();
+        embedder.embed(&[questions[i % questions.len()].as_str()])?;
+        query_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
 
     // Unit vectors near the real ones, as the synthetic chunks' are.
     let near_real = |rng: &mut rand::rngs::StdRng| -> Vec<f32> {
@@ -358,6 +368,8 @@ pub fn run_kb(
         embed_precision: embedder.precision(),
         embed_sentences_per_s: embed_rate,
         embed_mean_tokens: mean_tokens,
+        query_embed_ms_p50: percentile(query_ms.clone(), 0.5),
+        query_embed_ms_p99: percentile(query_ms, 0.99),
         embed_f32,
         ingest_files: report.added.len(),
         ingest_chunks: report.chunks_embedded,
@@ -372,8 +384,12 @@ pub fn run_kb(
     }
     println!("threads {}", r.threads);
     println!(
-        "embedding ({:?}): {:.1} chunks/s (mean {:.0} tokens)",
-        r.embed_precision, r.embed_sentences_per_s, r.embed_mean_tokens
+        "embedding ({:?}): {:.1} chunks/s (mean {:.0} tokens); one search query p50/p99 {:.2}/{:.2} ms",
+        r.embed_precision,
+        r.embed_sentences_per_s,
+        r.embed_mean_tokens,
+        r.query_embed_ms_p50,
+        r.query_embed_ms_p99
     );
     if let Some(f) = &r.embed_f32 {
         println!(
