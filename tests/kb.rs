@@ -1143,6 +1143,12 @@ fn a_query_embedded_alone_matches_its_vector_in_a_large_batch() {
     let alone = e.embed(&[query]).unwrap().remove(0);
     let batch = e.embed(&[long, query, long]).unwrap();
     let c = cosine(&alone, &batch[1]);
-    assert!(c > 0.99999, "cosine {c} between the query alone and in a batch");
-    assert!(cosine(&alone, &batch[0]) < 0.99, "the batch's texts are not the query");
+    assert!(
+        c > 0.99999,
+        "cosine {c} between the query alone and in a batch"
+    );
+    assert!(
+        cosine(&alone, &batch[0]) < 0.99,
+        "the batch's texts are not the query"
+    );
 }

@@ -247,18 +247,12 @@ impl Evidence {
                 self.unretrieved_terms.join(", ")
             )
         } else if self.words_unknown() {
-            let unknown: Vec<&str> = self
-                .terms
-                .iter()
-                .filter(|t| t.chunks == 0)
-                .map(|t| t.word.as_str())
-                .collect();
             if (self.terms.len() >= 2 && self.unknown_share() >= UNKNOWN_SHARE_MIN)
                 || self.foreign_words()
             {
                 format!(
                     "no document uses the question's words {}",
-                    unknown.join(", ")
+                    self.unknown_words().join(", ")
                 )
             } else {
                 format!(
@@ -294,19 +288,22 @@ impl Evidence {
                 self.domain_score
             );
         }
-        let unknown: Vec<&str> = self
-            .terms
-            .iter()
-            .filter(|t| t.chunks == 0)
-            .map(|t| t.word.as_str())
-            .collect();
         format!(
             "{}; {:.2} of the question's weight is on words no document uses ({}), though its domain similarity is {:.3}",
             self.why_unanswerable(),
             self.unknown_weight(),
-            unknown.join(", "),
+            self.unknown_words().join(", "),
             self.domain_score
         )
+    }
+
+    /// The question's words that no chunk of the KB holds.
+    fn unknown_words(&self) -> Vec<&str> {
+        self.terms
+            .iter()
+            .filter(|t| t.chunks == 0)
+            .map(|t| t.word.as_str())
+            .collect()
     }
 
     /// Whether most of the question's weight is on words the KB has never seen
