@@ -3,6 +3,7 @@
 //! scores alone (answerable? out of domain?).
 
 pub mod coverage;
+mod names;
 mod units;
 
 use std::collections::hash_map::{Entry, HashMap};
@@ -14,6 +15,8 @@ use crate::embed::cosine;
 pub use crate::kb::domain::Domain;
 use crate::kb::search::{search_with_vector, Hit, SearchMode};
 use crate::kb::KnowledgeBase;
+use names::is_proper_name;
+pub use names::question_names;
 pub use units::{line_sentences, split_sentences, units, Unit};
 
 /// Normalised score ((cos+1)/2) below which the best chunk does not answer the question.
@@ -87,48 +90,6 @@ pub struct Evidence {
     /// The question's own words, each with how common it is in the KB and whether the
     /// passages the answer is read from hold it (`coverage`).
     pub terms: Vec<coverage::Term>,
-}
-
-/// Words of the question that name something: capitalised inside a sentence, with a
-/// capital after the first letter (acronyms, camelCase), or with digits; at least two
-/// characters. A sentence's first word is capitalised by grammar, not because it names
-/// anything ("How …? Could …"), and so are question words written in capitals.
-pub fn question_names(question: &str) -> Vec<&str> {
-    let mut names = Vec::new();
-    let mut sentence_start = true;
-    let mut rest = question;
-    while let Some(start) = rest.find(|c: char| c.is_alphanumeric()) {
-        let before = &rest[..start];
-        if before.contains(['.', '?', '!', ':', ';', '\n']) {
-            sentence_start = true;
-        }
-        let tail = &rest[start..];
-        let end = tail
-            .find(|c: char| !c.is_alphanumeric() && c != '-' && c != '_')
-            .unwrap_or(tail.len());
-        let w = tail[..end].trim_matches('-');
-        let lower = w.to_lowercase();
-        let capitalised = w.chars().next().is_some_and(char::is_uppercase);
-        let named = (capitalised && !sentence_start && !is_function_word(&lower))
-            || w.chars().skip(1).any(char::is_uppercase)
-            || w.chars().any(|c| c.is_ascii_digit());
-        if named && w.chars().count() >= 2 {
-            names.push(w);
-        }
-        sentence_start = false;
-        rest = &tail[end..];
-    }
-    names
-}
-
-/// Words that grammar, not meaning, capitalises mid-question (a question restarted after
-/// a comma, a quoted question): stopwords and the modal verbs.
-fn is_function_word(lower: &str) -> bool {
-    crate::kb::stopwords::is_stopword(lower)
-        || matches!(
-            lower,
-            "could" | "would" | "might" | "must" | "shall" | "may" | "please" | "also" | "but"
-        )
 }
 
 impl Evidence {
@@ -329,14 +290,6 @@ impl Evidence {
     }
 }
 
-/// A name as products and projects are written (`GitHub`, `Tested-by`): letters with at
-/// least one lowercase, no digits. Acronyms and numbers are left out of the retrieved-
-/// sections check: documents spell them differently (HTTPS / TLS) and error messages
-/// carry numbers that no section repeats.
-fn is_proper_name(w: &str) -> bool {
-    w.chars().any(char::is_lowercase) && !w.chars().any(|c| c.is_ascii_digit())
-}
-
 /// Lowercased words of 2+ characters that carry meaning.
 pub fn content_words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-')
@@ -459,35 +412,6 @@ mod tests {
         let q = "Is there a per-role setting that caps the CPU share?";
         let two = vec![term("per-role", 1), term("caps", 1), term("setting", 400)];
         assert!(ev(0.65, q, two).answerable());
-    }
-
-    #[test]
-    fn question_words_that_start_a_sentence_are_not_names() {
-        // The reported case: "Could" restarting the question was taken for a name.
-        assert!(question_names("My rollout hangs. Could I roll it back?").is_empty());
-        assert!(question_names("Could I roll back a deployment?").is_empty());
-        for q in [
-            "Can I restart the ingress?",
-            "What if, Would it help to scale up?",
-            "Should I page someone? Please advise.",
-            "Is there a runbook? May I skip the canary?",
-            "\"Could\" the handover move?",
-        ] {
-            assert_eq!(question_names(q), Vec::<&str>::new(), "{q}");
-        }
-        // Names still count: inside a sentence, acronyms, camelCase, digits.
-        assert_eq!(
-            question_names("How do I rotate TLS certificates on Windows with kubectl v1.29?"),
-            vec!["TLS", "Windows", "v1", "29"]
-        );
-        assert_eq!(
-            question_names("Does Lightroom export RAW?"),
-            vec!["Lightroom", "RAW"]
-        );
-        assert_eq!(
-            question_names("Where is serviceAccount set?"),
-            vec!["serviceAccount"]
-        );
     }
 
     #[test]
