@@ -16,8 +16,8 @@
 //! 0..15 as nibbles with the scales and minimums of its blocks of 32 (`blocks.rs`): Q4_1's
 //! as the file's f16, 5 bits a weight; Q4_K's as f32, 6 bits (a sub-block's scale is a
 //! product that f16 may not hold), instead of the byte tiles' 9. They are unpacked to
-//! bytes in registers (`kernel.rs`). A minimum is added as minimum × (activation scale × activation sum), as
-//! ggml's Q4_1 × Q8_1 and Q4_K × Q8_K products do. A Q5_0 part stacked with other types
+//! bytes in registers (`kernel.rs`). A minimum is added as minimum × (activation scale ×
+//! activation sum), as ggml's Q4_1 × Q8_1 and Q4_K × Q8_K products do. A Q5_0 part stacked with other types
 //! is converted to bytes without loss (its integers -16..15 times 8, its scale over 8).
 //! Other types are dequantized and re-quantized to Q8_0 as candle does. Each activation
 //! block is quantized to bytes as ggml quantizes it for that weight type (per 32 values

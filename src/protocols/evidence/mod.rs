@@ -271,8 +271,7 @@ impl Evidence {
     /// (`UNKNOWN_WEIGHT_OUT_OF_DOMAIN`), two at least: one unknown word is a turn of
     /// phrase or a typo ("our disks get hammered").
     fn foreign_words(&self) -> bool {
-        let unknown = self.terms.iter().filter(|t| t.chunks == 0).count();
-        unknown >= 2 && self.unknown_weight() >= UNKNOWN_WEIGHT_OUT_OF_DOMAIN
+        self.unknown_words().len() >= 2 && self.unknown_weight() >= UNKNOWN_WEIGHT_OUT_OF_DOMAIN
     }
 
     /// Whether the question's subject is not the KB's: far from its topics with at least
