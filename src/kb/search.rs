@@ -69,27 +69,44 @@ pub fn search_index(
     k: usize,
     mode: SearchMode,
 ) -> Result<Vec<Hit>> {
+    search_index_weighted(index, &[(query, qv, 1.0)], k, mode)
+}
+
+/// Several queries' rankings fused into one, each weighted (a follow-up's words with
+/// and without the earlier turn's). A hit's score is its cosine with the first query.
+pub fn search_index_weighted(
+    index: &dyn ChunkIndex,
+    queries: &[(&str, &[f32], f64)],
+    k: usize,
+    mode: SearchMode,
+) -> Result<Vec<Hit>> {
     let pool = CANDIDATES.max(k);
-    let dense = if mode != SearchMode::Bm25 {
-        index.dense(qv, pool)?
-    } else {
-        Vec::new()
-    };
-    let bm25 = if mode != SearchMode::Dense {
-        index.keywords(query, pool)?
-    } else {
-        Vec::new()
-    };
     let mut fused: HashMap<u64, f64> = HashMap::new();
-    for (rank, (key, _)) in dense.iter().enumerate() {
-        *fused.entry(*key).or_default() += 1.0 / (RRF_K + rank as f64 + 1.0);
+    let mut cosines: HashMap<u64, f32> = HashMap::new();
+    for (n, (query, qv, weight)) in queries.iter().enumerate() {
+        let dense = if mode != SearchMode::Bm25 {
+            index.dense(qv, pool)?
+        } else {
+            Vec::new()
+        };
+        let bm25 = if mode != SearchMode::Dense {
+            index.keywords(query, pool)?
+        } else {
+            Vec::new()
+        };
+        for (rank, (key, _)) in dense.iter().enumerate() {
+            *fused.entry(*key).or_default() += weight / (RRF_K + rank as f64 + 1.0);
+        }
+        for (rank, (key, _)) in bm25.iter().enumerate() {
+            *fused.entry(*key).or_default() += weight / (RRF_K + rank as f64 + 1.0);
+        }
+        if n == 0 {
+            cosines = dense.iter().copied().collect();
+        }
     }
-    for (rank, (key, _)) in bm25.iter().enumerate() {
-        *fused.entry(*key).or_default() += 1.0 / (RRF_K + rank as f64 + 1.0);
-    }
+    let qv = queries.first().map(|q| q.1).unwrap_or_default();
     let mut ranked: Vec<(u64, f64)> = fused.into_iter().collect();
     ranked.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap().then(a.0.cmp(&b.0)));
-    let cosines: HashMap<u64, f32> = dense.iter().copied().collect();
     let mut hits = Vec::with_capacity(k);
     for (key, fused) in ranked.into_iter().take(k) {
         let Some(c) = index.chunk(key)? else {

@@ -53,6 +53,15 @@ const POINTERS: &[&str] = &[
     "one", "ones", "same", "such", "former", "latter", "above", "previous", "again",
 ];
 
+/// Words that pick from a set ("one of them", "each of those"): with "of" and a pointer
+/// they point back wherever they stand, since a set named in the same question is named
+/// again rather than counted out ("delete the branches I merged" not "each of them").
+#[rustfmt::skip]
+const PICKS: &[&str] = &[
+    "one", "each", "any", "some", "all", "both", "none", "either", "neither", "which",
+    "many", "most", "few", "several",
+];
+
 /// What a follow-up's query adds to the question, before the carried words.
 const CONTEXT_OPEN: &str = " (about: ";
 
@@ -135,11 +144,17 @@ pub fn resolve(kb: &KnowledgeBase, earlier: &[String], question: &str) -> Result
     let mut own_subject = false;
     let mut rare_before = false;
     let mut said_before = 0;
-    for w in &words {
+    for (i, w) in words.iter().enumerate() {
         if POINTERS.contains(w) {
+            let picked = i >= 2 && words[i - 1] == "of" && PICKS.contains(&words[i - 2]);
             let internal = said_before >= SAID_BEFORE_INTERNAL || (rare_before && said_before >= 2);
-            points_back |= !internal;
+            points_back |= picked || !internal;
             continue;
+        }
+        // "instead" with nothing it is instead of, in the question, means instead of
+        // what was said before ("can I instead mark a named spot?").
+        if *w == "instead" && words.get(i + 1).is_none_or(|n| *n != "of") {
+            points_back = true;
         }
         if w.chars().count() >= 3 && !GENERAL.contains(w) && !crate::kb::stopwords::is_stopword(w) {
             said_before += 1;
@@ -152,16 +167,18 @@ pub fn resolve(kb: &KnowledgeBase, earlier: &[String], question: &str) -> Result
         }
     }
     if !continues && !points_back {
-        if own_subject {
+        // A fragment ("owned by a different user than me?") leans on the turn before
+        // unless it names a rare subject of its own ("pg_dump's compression levels?").
+        let whole = words.first().is_some_and(|w| QUESTION_OPENINGS.contains(w));
+        if own_subject && (rare_before || whole) {
             return Ok(Resolved::as_asked(
                 question,
                 "names its own subject: a new question",
             ));
         }
         // A whole question ("How do I roll back a deployment?") stands alone even in
-        // the KB's everyday words; only a fragment ("owned by another user?") leans on
-        // the turn before.
-        if words.first().is_some_and(|w| QUESTION_OPENINGS.contains(w)) {
+        // the KB's everyday words.
+        if whole {
             return Ok(Resolved::as_asked(question, "a whole question of its own"));
         }
     }

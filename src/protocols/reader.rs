@@ -84,7 +84,27 @@ pub struct Reading {
 /// by one question either way (docs/CHANGELOG.md); kept because the passages are then
 /// the ones retrieval ranks first.
 pub fn passages(ev: &Evidence) -> Vec<usize> {
-    (0..ev.hits.len().min(PASSAGES)).collect()
+    if followup::carried_words(&ev.question).is_none() {
+        return (0..ev.hits.len().min(PASSAGES)).collect();
+    }
+    // A follow-up's hits are ranked with the earlier turn's words, which favour what the
+    // earlier answer already said: its passages are the chunks whose best sentence
+    // answers its own words best, in the order retrieved.
+    let mut best: Vec<(usize, f32)> = (0..ev.hits.len())
+        .map(|h| {
+            let top = ev
+                .sentences
+                .iter()
+                .filter(|s| s.hit == h)
+                .map(|s| s.relevance)
+                .fold(f32::MIN, f32::max);
+            (h, top)
+        })
+        .collect();
+    best.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut chosen: Vec<usize> = best.iter().take(PASSAGES).map(|b| b.0).collect();
+    chosen.sort_unstable();
+    chosen
 }
 
 /// The numbered listing the prompt shows.
