@@ -1111,6 +1111,12 @@ fn follow_ups_carry_the_earlier_subject_and_new_subjects_stand_alone() {
         "does that need a restart?",
         "what about in staging?",
         "only in production?",
+        // A pointer after a word that picks from a set points back wherever it stands.
+        "after the weekly rotation, can I revoke each of them separately?",
+        // "instead" with nothing named that it is instead of.
+        "can I use a vault token instead?",
+        // A fragment in the KB's words leans on the turn before.
+        "owned by the platform team?",
     ] {
         let r = resolve(&kb, &earlier, q).unwrap();
         assert!(r.is_follow_up(), "{q}: {r:?}");
@@ -1122,6 +1128,7 @@ fn follow_ups_carry_the_earlier_subject_and_new_subjects_stand_alone() {
         "Which CrashLoopBackOff exit codes mean that the pod ran out of memory?",
         // Every word of it is common in this KB: a whole question all the same.
         "How do I roll back a deployment?",
+        "Can I use a vault token instead of a password?",
     ] {
         let r = resolve(&kb, &earlier, q).unwrap();
         assert!(!r.is_follow_up(), "{q}: {r:?}");
