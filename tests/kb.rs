@@ -1103,7 +1103,7 @@ fn a_follow_up_is_read_with_its_conversation_and_the_conversation_is_kept() {
 /// itself, is read as asked; the person's own words stay apart for the evidence checks.
 #[test]
 fn follow_ups_carry_the_earlier_subject_and_new_subjects_stand_alone() {
-    use sextant::protocols::followup::{own_words, resolve};
+    use sextant::protocols::followup::{carried_words, is_tentative, own_words, resolve};
     let kb = shared_kb().lock().unwrap();
     let earlier = vec!["How do I rotate the database password?".to_string()];
     for q in [
@@ -1134,6 +1134,16 @@ fn follow_ups_carry_the_earlier_subject_and_new_subjects_stand_alone() {
         assert!(!r.is_follow_up(), "{q}: {r:?}");
         assert_eq!(r.query, q);
     }
+    // A pointer after the question has said enough may point into it or back: the
+    // earlier subject is carried tentatively, and the question's own words lead the
+    // search, so a new topic still finds its own section first.
+    let q = "How do I renew a TLS certificate manually and check that it worked?";
+    let r = resolve(&kb, &earlier, q).unwrap();
+    assert!(is_tentative(&r.query), "{r:?}");
+    assert_eq!(own_words(&r.query), q);
+    assert_eq!(carried_words(&r.query).unwrap(), r.carried.join(" "));
+    let ev = sextant::protocols::evidence::Evidence::gather(&kb, &r.query, 8).unwrap();
+    assert_eq!(ev.hits[0].file, "security/tls-certificates.md", "{r:?}");
     let first = resolve(&kb, &[], "and how often?").unwrap();
     assert!(!first.is_follow_up(), "nothing to follow: {first:?}");
 }

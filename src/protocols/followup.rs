@@ -62,23 +62,51 @@ const PICKS: &[&str] = &[
     "many", "most", "few", "several",
 ];
 
+/// Words that open a clause's subject: "that" before them joins a clause, it does not
+/// point.
+#[rustfmt::skip]
+const CLAUSE_SUBJECTS: &[&str] = &[
+    "the", "a", "an", "it", "its", "i", "we", "you", "they", "my", "our", "your", "their",
+    "this", "these", "those", "there", "he", "she", "all", "no", "every", "each",
+];
+
 /// What a follow-up's query adds to the question, before the carried words.
 const CONTEXT_OPEN: &str = " (about: ";
+
+/// The same for a question that may or may not lean on the turn before: its pointers
+/// could point into it ("…insert rows into it?") or back.
+const TENTATIVE_OPEN: &str = " (perhaps about: ";
+
+/// The opening of a query's carried words and where it starts, if it has any.
+fn context_open(query: &str) -> Option<(usize, &'static str)> {
+    if !query.ends_with(')') {
+        return None;
+    }
+    [CONTEXT_OPEN, TENTATIVE_OPEN]
+        .into_iter()
+        .filter_map(|open| Some((query.rfind(open)?, open)))
+        .max_by_key(|(i, _)| *i)
+}
 
 /// The person's own words of a query `resolve` made (the whole of any other question):
 /// what the evidence checks hold the passages to, since the carried words are the
 /// earlier turn's and its answer already covered them.
 pub fn own_words(query: &str) -> &str {
-    match query.rfind(CONTEXT_OPEN) {
-        Some(i) if query.ends_with(')') => &query[..i],
-        _ => query,
+    match context_open(query) {
+        Some((i, _)) => &query[..i],
+        None => query,
     }
 }
 
 /// The earlier turn's words a query `resolve` made carries, if any.
 pub fn carried_words(query: &str) -> Option<&str> {
-    let own = own_words(query);
-    (own.len() < query.len()).then(|| &query[own.len() + CONTEXT_OPEN.len()..query.len() - 1])
+    let (i, open) = context_open(query)?;
+    Some(&query[i + open.len()..query.len() - 1])
+}
+
+/// Whether a query carries the earlier turn's words only in case its pointers point back.
+pub fn is_tentative(query: &str) -> bool {
+    context_open(query).is_some_and(|(_, open)| open == TENTATIVE_OPEN)
 }
 
 /// How a question was read in its conversation.
@@ -144,11 +172,19 @@ pub fn resolve(kb: &KnowledgeBase, earlier: &[String], question: &str) -> Result
     let mut own_subject = false;
     let mut rare_before = false;
     let mut said_before = 0;
+    let mut may_point_back = false;
     for (i, w) in words.iter().enumerate() {
         if POINTERS.contains(w) {
             let picked = i >= 2 && words[i - 1] == "of" && PICKS.contains(&words[i - 2]);
             let internal = said_before >= SAID_BEFORE_INTERNAL || (rare_before && said_before >= 2);
             points_back |= picked || !internal;
+            // "one" and "same" are as often a number or a comparison as a pointer, and
+            // "that" before a subject joins a clause ("mean that the pod…").
+            let joins = *w == "that"
+                && words
+                    .get(i + 1)
+                    .is_some_and(|n| CLAUSE_SUBJECTS.contains(n));
+            may_point_back |= !joins && !matches!(*w, "one" | "ones" | "same" | "such" | "again");
             continue;
         }
         // "instead" with nothing it is instead of, in the question, means instead of
@@ -166,11 +202,16 @@ pub fn resolve(kb: &KnowledgeBase, earlier: &[String], question: &str) -> Result
             own_subject = true;
         }
     }
+    let mut tentative = false;
     if !continues && !points_back {
         // A fragment ("owned by a different user than me?") leans on the turn before
         // unless it names a rare subject of its own ("pg_dump's compression levels?").
         let whole = words.first().is_some_and(|w| QUESTION_OPENINGS.contains(w));
-        if own_subject && (rare_before || whole) {
+        // A pointer counted as pointing into the question may still point back ("can
+        // our reporting job create temp tables on it?"): carried, tentatively.
+        if may_point_back {
+            tentative = true;
+        } else if own_subject && (rare_before || whole) {
             return Ok(Resolved::as_asked(
                 question,
                 "names its own subject: a new question",
@@ -178,7 +219,7 @@ pub fn resolve(kb: &KnowledgeBase, earlier: &[String], question: &str) -> Result
         }
         // A whole question ("How do I roll back a deployment?") stands alone even in
         // the KB's everyday words.
-        if whole {
+        if whole && !tentative {
             return Ok(Resolved::as_asked(question, "a whole question of its own"));
         }
     }
@@ -191,10 +232,10 @@ pub fn resolve(kb: &KnowledgeBase, earlier: &[String], question: &str) -> Result
         .first()
         .and_then(|h| h.section_path.first().cloned())
         .unwrap_or_default();
-    for w in subject_words(&title)
+    let previous_words = subject_words(own_words(previous))
         .into_iter()
-        .chain(subject_words(previous))
-    {
+        .chain(subject_words(carried_words(previous).unwrap_or_default()));
+    for w in subject_words(&title).into_iter().chain(previous_words) {
         if carried.len() == CARRIED || asked.contains(&w) || carried.contains(&w) {
             continue;
         }
@@ -208,13 +249,19 @@ pub fn resolve(kb: &KnowledgeBase, earlier: &[String], question: &str) -> Result
             "the earlier question names nothing to carry",
         ));
     }
-    let why = match (continues, points_back) {
-        (true, _) => "continues the earlier question",
-        (_, true) => "points back to the earlier question",
+    let why = match (continues, points_back, tentative) {
+        (true, _, _) => "continues the earlier question",
+        (_, true, _) => "points back to the earlier question",
+        (_, _, true) => "may point back to the earlier question: searched on its own words first",
         _ => "names no subject of its own",
     };
+    let open = if tentative {
+        TENTATIVE_OPEN
+    } else {
+        CONTEXT_OPEN
+    };
     Ok(Resolved {
-        query: format!("{}{CONTEXT_OPEN}{})", question.trim(), carried.join(" ")),
+        query: format!("{}{open}{})", question.trim(), carried.join(" ")),
         carried,
         why: why.to_string(),
     })

@@ -103,7 +103,8 @@ impl Evidence {
     pub fn gather(kb: &KnowledgeBase, question: &str, k: usize) -> Result<Evidence> {
         let q = kb.embedder.embed(&[question])?.pop().unwrap_or_default();
         // A follow-up is searched with the earlier turn's words and, at half weight, on
-        // its own: the carried words alone pull towards what the earlier answer said.
+        // its own: the carried words alone pull towards what the earlier answer said. A
+        // question that only may lean on the earlier turn, the other way round.
         let own = crate::protocols::followup::own_words(question);
         let follow_up = own.len() < question.len();
         let q_own = if follow_up {
@@ -114,7 +115,11 @@ impl Evidence {
         let hits = if follow_up {
             crate::kb::search::search_index_weighted(
                 kb.store(),
-                &[(question, &q, 1.0), (own, &q_own, OWN_WORDS_WEIGHT)],
+                &if crate::protocols::followup::is_tentative(question) {
+                    [(question, &q, OWN_WORDS_WEIGHT), (own, &q_own, 1.0)]
+                } else {
+                    [(question, &q, 1.0), (own, &q_own, OWN_WORDS_WEIGHT)]
+                },
                 k,
                 SearchMode::Hybrid,
             )?
@@ -180,13 +185,19 @@ impl Evidence {
         if !sentences.is_empty() {
             let refs: Vec<&str> = sentences.iter().map(|s| s.text.as_str()).collect();
             let vectors = kb.embedder.embed(&refs)?;
-            // A follow-up's sentences are ranked half on its own words: on the whole query
-            // (with the earlier turn's words) the sentences about the earlier question
-            // win, and those are what its answer already said.
-            let qwords = content_words(question);
+            // A follow-up's sentences are ranked half on its own words (a tentative one's
+            // on them alone): on the whole query (with the earlier turn's words) the
+            // sentences about the earlier question win, and those are what its answer
+            // already said.
+            let tentative = crate::protocols::followup::is_tentative(question);
+            let qwords = content_words(if tentative { own } else { question });
             for (s, v) in sentences.iter_mut().zip(&vectors) {
                 let overlap = overlap_share(&qwords, &s.text);
-                let similarity = 0.5 * (cosine(&q, v) + cosine(&q_own, v));
+                let similarity = if tentative {
+                    cosine(&q_own, v)
+                } else {
+                    0.5 * (cosine(&q, v) + cosine(&q_own, v))
+                };
                 s.relevance = similarity + 0.2 * overlap as f32;
             }
             sentences.sort_by(|a, b| b.relevance.partial_cmp(&a.relevance).unwrap());
