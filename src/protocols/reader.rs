@@ -82,7 +82,8 @@ pub struct Reading {
 /// `Evidence::hits`). Not re-sorted by cosine, which dropped chunks BM25 ranks high for
 /// the question's exact words. Against the cosine order on git-doc it moved the figures
 /// by one question either way (docs/CHANGELOG.md); kept because the passages are then
-/// the ones retrieval ranks first.
+/// the ones retrieval ranks first. Chosen by best sentence for every question, they lost
+/// keywords on both sets; for follow-ups they gained (docs/CHANGELOG.md, 2026-11-27).
 pub fn passages(ev: &Evidence) -> Vec<usize> {
     if followup::carried_words(&ev.question).is_none() {
         return (0..ev.hits.len().min(PASSAGES)).collect();
