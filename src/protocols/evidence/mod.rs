@@ -107,6 +107,7 @@ impl Evidence {
         // question that only may lean on the earlier turn, the other way round.
         let own = crate::protocols::followup::own_words(question);
         let follow_up = own.len() < question.len();
+        let tentative = crate::protocols::followup::is_tentative(question);
         let q_own = if follow_up {
             kb.embedder.embed(&[own])?.pop().unwrap_or_default()
         } else {
@@ -115,7 +116,7 @@ impl Evidence {
         let hits = if follow_up {
             crate::kb::search::search_index_weighted(
                 kb.store(),
-                &if crate::protocols::followup::is_tentative(question) {
+                &if tentative {
                     [(question, &q, OWN_WORDS_WEIGHT), (own, &q_own, 1.0)]
                 } else {
                     [(question, &q, 1.0), (own, &q_own, OWN_WORDS_WEIGHT)]
@@ -189,7 +190,6 @@ impl Evidence {
             // on them alone): on the whole query (with the earlier turn's words) the
             // sentences about the earlier question win, and those are what its answer
             // already said.
-            let tentative = crate::protocols::followup::is_tentative(question);
             let qwords = content_words(if tentative { own } else { question });
             for (s, v) in sentences.iter_mut().zip(&vectors) {
                 let overlap = overlap_share(&qwords, &s.text);
