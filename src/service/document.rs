@@ -100,7 +100,7 @@ pub fn pdf_file(kb: &KnowledgeBase, path: &str) -> Result<Value, ServiceError> {
     }
     let bytes = std::fs::read(&file).map_err(gone)?;
     let stored = doc.hash.trim_end_matches("-incomplete");
-    if crate::kb::ingest::content_hash(&bytes) != stored {
+    if crate::kb::ingest::content_hash(&doc.path, &bytes) != stored {
         return Err(ServiceError::Stale(format!(
             "{} changed since it was ingested, so its pages may not be the cited ones. Run \
              `sextant ingest` on its folder again (or add the folder in the Library).",

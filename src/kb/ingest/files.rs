@@ -7,7 +7,7 @@ use std::time::UNIX_EPOCH;
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
-use super::{Work, PARSER_VERSION};
+use super::{kind_version, Work, PARSER_VERSION};
 use crate::kb::parse::DocKind;
 use crate::kb::KnowledgeBase;
 
@@ -118,7 +118,7 @@ pub(super) fn check_file(
         .unwrap_or(0);
     let existing = kb.store.document(root, &c.rel)?;
     let bytes = std::fs::read(&c.abs).context("cannot read")?;
-    let hash = content_hash(&bytes);
+    let hash = content_hash(&c.rel, &bytes);
     if let Some(doc) = existing.as_ref().filter(|_| !force) {
         if doc.hash == hash {
             if doc.mtime_ns != mtime_ns {
@@ -138,11 +138,38 @@ pub(super) fn check_file(
     }))
 }
 
-/// A document's stored hash: of its bytes and the parser version, so a parser change
-/// re-ingests everything (a `-incomplete` suffix marks a document read in part).
-pub fn content_hash(bytes: &[u8]) -> String {
+/// A document's stored hash: of its bytes and the parser versions, so a parser change
+/// re-ingests what it changes (a `-incomplete` suffix marks a document read in part).
+pub fn content_hash(path: &str, bytes: &[u8]) -> String {
     let mut hasher = Sha256::new();
     hasher.update(PARSER_VERSION.to_le_bytes());
+    // Hashed only once a kind has its own version, so other files keep their hashes.
+    let kind = DocKind::from_path(Path::new(path)).map_or(0, kind_version);
+    if kind > 0 {
+        hasher.update(kind.to_le_bytes());
+    }
     hasher.update(bytes);
     format!("{:x}", hasher.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kinds_own_parser_version_changes_only_its_files_hashes() {
+        let global = |bytes: &[u8]| {
+            let mut hasher = Sha256::new();
+            hasher.update(PARSER_VERSION.to_le_bytes());
+            hasher.update(bytes);
+            format!("{:x}", hasher.finalize())
+        };
+        // Markdown has no version of its own: its hash is the one stored before.
+        assert_eq!(content_hash("docs/a.md", b"# A"), global(b"# A"));
+        assert_ne!(content_hash("guide.PDF", b"%PDF"), global(b"%PDF"));
+        assert_eq!(
+            content_hash("x/guide.pdf", b"%PDF"),
+            content_hash("guide.PDF", b"%PDF")
+        );
+    }
 }

@@ -29,6 +29,16 @@ use super::KnowledgeBase;
 /// Bump when parsing or chunking changes what is stored for the same file.
 pub const PARSER_VERSION: u32 = 4;
 
+/// Bump a kind's own version when only its parser changes: only files of that kind are
+/// read and embedded again (a KB of a million chunks is not re-embedded for a PDF fix).
+pub fn kind_version(kind: DocKind) -> u32 {
+    match kind {
+        // 1: wrapped lines joined, running headers and footers left out.
+        DocKind::Pdf => 1,
+        _ => 0,
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct IngestOptions {
     pub chunk: ChunkParams,

@@ -18,6 +18,7 @@ pub fn parse(bytes: &[u8], stem: &str) -> Result<ParsedDoc> {
         .map_err(|e| anyhow!("the PDF's text could not be extracted: {e}"))?;
     let mut pages = pages;
     let notes = read_scanned_pages(&doc, &mut pages);
+    drop_running_lines(&mut pages);
     let outline: Vec<(u8, String, usize)> = doc
         .get_toc()
         .map(|t| {
@@ -186,12 +187,118 @@ fn find_heading(text: &str, heading: &str, from: usize) -> Option<(usize, usize)
     })
 }
 
+/// A page's text as stored: its lines trimmed, blank ones dropped, and the lines a
+/// paragraph was wrapped into joined again (`continues`), so that a sentence is never cut
+/// where the page's line ended ("…if errors continue after that, page the" / "database
+/// on-call."). List items and headings keep their own lines.
 fn tidy(text: &str) -> String {
-    text.lines()
+    let lines: Vec<&str> = text
+        .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join("\n")
+        .collect();
+    let widest = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let mut out = String::new();
+    let mut prev: Option<&str> = None;
+    for line in lines {
+        match prev {
+            // A word hyphenated at the line's end ("on-" / "call") keeps its hyphen.
+            Some(p) if continues(p, line, widest) && p.ends_with('-') => {}
+            Some(p) if continues(p, line, widest) => out.push(' '),
+            Some(_) => out.push('\n'),
+            None => {}
+        }
+        out.push_str(line);
+        prev = Some(line);
+    }
+    out
+}
+
+/// Whether `next` continues the paragraph `line` was wrapped from: `line` does not end a
+/// sentence (or introduce what follows, with `:`), `next` does not start a list item,
+/// and `next` starts in lower case, or `line` runs three quarters of the widest line or more (a wrap
+/// before a capitalised word).
+fn continues(line: &str, next: &str, widest: usize) -> bool {
+    let end = line
+        .trim_end_matches(['"', '\'', ')', ']', '”', '’'])
+        .chars()
+        .last();
+    if matches!(end, Some('.' | '!' | '?' | ':') | None) || starts_item(next) {
+        return false;
+    }
+    let first = next.chars().next().unwrap_or(' ');
+    first.is_lowercase()
+        || (line.chars().count() * 4 >= widest * 3 && (first.is_alphanumeric() || first == '('))
+}
+
+/// A list item's first line: a bullet, or a number or letter with `.` or `)`.
+fn starts_item(line: &str) -> bool {
+    if line.starts_with(['-', '•', '*', '–', '◦', '▪']) {
+        return true;
+    }
+    let marker: String = line.chars().take_while(|c| c.is_alphanumeric()).collect();
+    let rest = &line[marker.len()..];
+    (1..=3).contains(&marker.chars().count())
+        && (marker.chars().all(|c| c.is_ascii_digit()) || marker.chars().count() == 1)
+        && (rest.starts_with(". ") || rest.starts_with(") "))
+}
+
+/// Leaves out running headers and footers: a first or last line of a page that recurs,
+/// its digits aside ("Lighthouse On-call Guide - page 5"), on at least three pages and
+/// half of them. Such a line is in no section's text, and a question about paging is not
+/// answered by the page numbers.
+fn drop_running_lines(pages: &mut [String]) {
+    let shape = |l: &str| -> String {
+        l.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+            .chars()
+            .map(|c| if c.is_ascii_digit() { '#' } else { c })
+            .collect()
+    };
+    let edges = |page: &str| -> Vec<String> {
+        let lines: Vec<&str> = page.lines().filter(|l| !l.trim().is_empty()).collect();
+        let mut e: Vec<String> = lines
+            .first()
+            .into_iter()
+            .chain(lines.last())
+            .map(|l| shape(l))
+            .collect();
+        e.dedup();
+        e
+    };
+    let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for page in pages.iter() {
+        for e in edges(page) {
+            *counts.entry(e).or_default() += 1;
+        }
+    }
+    let needed = 3.max(pages.len().div_ceil(2));
+    let running: Vec<String> = counts
+        .into_iter()
+        .filter(|(_, n)| *n >= needed)
+        .map(|(l, _)| l)
+        .collect();
+    if running.is_empty() {
+        return;
+    }
+    for page in pages.iter_mut() {
+        let lines: Vec<&str> = page.lines().collect();
+        let filled: Vec<usize> = (0..lines.len())
+            .filter(|&i| !lines[i].trim().is_empty())
+            .collect();
+        let (Some(&first), Some(&last)) = (filled.first(), filled.last()) else {
+            continue;
+        };
+        let kept: Vec<&str> = lines
+            .iter()
+            .enumerate()
+            .filter(|&(i, l)| !((i == first || i == last) && running.contains(&shape(l))))
+            .map(|(_, l)| *l)
+            .collect();
+        *page = kept.join("\n");
+    }
 }
 
 #[cfg(test)]
@@ -204,6 +311,78 @@ mod tests {
         let (s, e) = find_heading(t, "2. Paging the on-call", 0).unwrap();
         assert_eq!(&t[s..e], "2.  Paging   the On-Call");
         assert!(find_heading(t, "Missing", 0).is_none());
+    }
+
+    #[test]
+    fn wrapped_lines_are_joined_and_items_and_headings_kept() {
+        let page = "Database failover\n\
+            When the primary database fails, the operator promotes a replica and\n\
+            PgBouncer reconnects. Do nothing for the first 2 minutes; if errors continue, page the\n\
+            database on-call.\n\
+            You need all of the following:\n\
+            - Membership of the SSO group grp-oncall, which gives the operator\n\
+            role.\n\
+            - A working cluster login.\n\
+            2. Page the secondary as soon as you need a second pair of hands or the on-\n\
+            call lead says so.\n\
+            Escalation";
+        assert_eq!(
+            tidy(page),
+            "Database failover\n\
+             When the primary database fails, the operator promotes a replica and PgBouncer \
+             reconnects. Do nothing for the first 2 minutes; if errors continue, page the \
+             database on-call.\n\
+             You need all of the following:\n\
+             - Membership of the SSO group grp-oncall, which gives the operator role.\n\
+             - A working cluster login.\n\
+             2. Page the secondary as soon as you need a second pair of hands or the on-call \
+             lead says so.\n\
+             Escalation"
+        );
+    }
+
+    #[test]
+    fn running_headers_and_footers_are_left_out() {
+        let mut pages: Vec<String> = (1..=4)
+            .map(|n| format!("Guide\nBody of page {n}.\nGuide - page {n}"))
+            .collect();
+        pages.push("Last page, no footer.".into());
+        drop_running_lines(&mut pages);
+        assert_eq!(pages[0], "Body of page 1.");
+        assert_eq!(pages[3], "Body of page 4.");
+        assert_eq!(pages[4], "Last page, no footer.");
+        // Two pages are too few to tell a running line from a repeated one.
+        let mut two = vec!["A\nx".to_string(), "A\ny".to_string()];
+        drop_running_lines(&mut two);
+        assert_eq!(two[0], "A\nx");
+    }
+
+    #[test]
+    fn the_sample_guide_reads_as_whole_sentences_without_its_footers() {
+        let bytes = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("examples/kb/handbook/oncall-guide.pdf"),
+        )
+        .unwrap();
+        let doc = parse(&bytes, "oncall-guide").unwrap();
+        let text: Vec<&str> = doc.sections.iter().map(|s| s.text.as_str()).collect();
+        assert!(
+            text.iter().all(|t| !t.contains("On-call Guide - page")),
+            "{text:#?}"
+        );
+        let failover = doc
+            .sections
+            .iter()
+            .find(|s| s.heading == "Database failover")
+            .unwrap();
+        assert!(
+            failover
+                .text
+                .lines()
+                .any(|l| l.contains("if errors continue after that, page the database on-call.")),
+            "{}",
+            failover.text
+        );
     }
 
     #[test]
