@@ -111,6 +111,13 @@ pub fn explain(report: &Report) -> Result<()> {
     for n in &report.notes {
         eprintln!("note: {n}");
     }
+    // What the model answered from: an answer is judged against these, not the hits.
+    if !report.shown_to_model.is_empty() {
+        eprintln!("the model read:");
+        for line in report.shown_to_model.lines() {
+            eprintln!("  {line}");
+        }
+    }
     if let Some(s) = &report.decoder_schema {
         eprintln!("decoder schema: {}", serde_json::to_string(s)?);
     }

@@ -213,8 +213,9 @@ fn split_off_last_sentence(lines: &mut Vec<(String, String)>) {
 }
 
 /// A line's sentences: it ends one at `.`, `!` or `?` before a space, unless the next
-/// word starts in lowercase (`i.e. the`, `e.g. a`) or the stop is inside an inline code
-/// span (`ALTER SUBSCRIPTION ... SKIP`), or at its end.
+/// word starts in lowercase (`i.e. the`, `e.g. a`), the stop is inside an inline code
+/// span (`ALTER SUBSCRIPTION ... SKIP`) or numbers a list item (`uses two roles: 1.
+/// Create…`), or at its end.
 pub fn line_sentences(line: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
@@ -226,6 +227,7 @@ pub fn line_sentences(line: &str) -> Vec<&str> {
         }
         let end_here = !in_code
             && matches!(b[i], b'.' | b'!' | b'?')
+            && !numbers_item(&line[..i])
             && (i + 1 == b.len()
                 || (b[i + 1] == b' '
                     && !line[i + 1..]
@@ -240,6 +242,14 @@ pub fn line_sentences(line: &str) -> Vec<&str> {
         out.push(line[start..].trim());
     }
     out
+}
+
+/// Whether `before` (a line up to a `.`) ends in a list item's number: one to three
+/// digits at the line's start or after a `:`.
+fn numbers_item(before: &str) -> bool {
+    let digits = before.len() - before.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let rest = before[..before.len() - digits].trim_end();
+    (1..=3).contains(&digits) && (rest.is_empty() || rest.ends_with(':'))
 }
 
 /// How many lines from `n` on are an entry's terms: a run of option lines followed by
@@ -385,6 +395,25 @@ mod tests {
             vec![
                 "The transaction can be skipped by using `ALTER SUBSCRIPTION ... SKIP` with its LSN.",
                 "Then replication resumes."
+            ]
+        );
+    }
+
+    #[test]
+    fn a_list_items_number_does_not_end_the_sentence() {
+        assert_eq!(
+            split_sentences(
+                "Rotation without downtime uses two roles:\n\
+                 1. Create the new password on the standby role.\n\
+                 2. Write a `db_url` that uses the standby role. Then restart the pods.\n\
+                 The pool size it settles on is 42. Then it stops growing."
+            ),
+            vec![
+                "Rotation without downtime uses two roles: 1. Create the new password on the standby role.",
+                "2. Write a `db_url` that uses the standby role.",
+                "Then restart the pods.",
+                "The pool size it settles on is 42.",
+                "Then it stops growing."
             ]
         );
     }
