@@ -42,18 +42,23 @@ pub fn render(kb: &KnowledgeBase, path: &str) -> Result<Value, ServiceError> {
                 json!({"anchor": s.anchor, "text": s.heading, "level": level, "page": s.page}),
             );
         }
-        match doc.kind.as_str() {
-            "pdf" | "text" | "image" => {
-                for para in s
-                    .text
-                    .split("\n\n")
-                    .map(str::trim)
-                    .filter(|p| !p.is_empty())
-                {
-                    html.push_str(&format!("<p>{}</p>\n", escape(para)));
-                }
+        let as_written = match doc.kind.as_str() {
+            "pdf" | "image" => true,
+            // A `.txt` file's sections are Markdown (`parse::is_prose_text`).
+            "text" => !crate::kb::parse::is_prose_text(std::path::Path::new(&doc.path)),
+            _ => false,
+        };
+        if as_written {
+            for para in s
+                .text
+                .split("\n\n")
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+            {
+                html.push_str(&format!("<p>{}</p>\n", escape(para)));
             }
-            _ => html.push_str(&markdown_html(&s.text)),
+        } else {
+            html.push_str(&markdown_html(&s.text));
         }
     }
     Ok(json!({

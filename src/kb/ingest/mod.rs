@@ -35,6 +35,8 @@ pub fn kind_version(kind: DocKind) -> u32 {
     match kind {
         // 1: wrapped lines joined, running headers and footers left out.
         DocKind::Pdf => 1,
+        // 1: `.txt` read as Markdown (whole paragraphs, headings as sections).
+        DocKind::Text => 1,
         _ => 0,
     }
 }

@@ -117,10 +117,27 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<ParsedDoc> {
             Ok(match kind {
                 DocKind::Markdown => markdown::parse(&text, &stem),
                 DocKind::Html => html::parse(&text, &stem),
+                // Plain prose wrapped at a fixed width follows Markdown's own conventions
+                // (blank lines between paragraphs, `===` / `---` under headings, `*`
+                // items, indented literal blocks): read as Markdown, its paragraphs are
+                // whole and its headings sections, where one section of printed lines
+                // cut every wrapped sentence in two. reST, AsciiDoc and logs have
+                // other conventions and stay one section as written.
+                _ if is_prose_text(path) => ParsedDoc {
+                    kind: DocKind::Text,
+                    ..markdown::parse(&text, &file_name(path))
+                },
                 _ => one_section(&text, path, DocKind::Text),
             })
         }
     }
+}
+
+/// A `.txt` or `.text` file: prose, read (and shown in the Reader) as Markdown.
+pub fn is_prose_text(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("txt") || e.eq_ignore_ascii_case("text"))
 }
 
 /// UTF-8 text (a BOM is dropped). Binary data is refused; invalid UTF-8 sequences in
@@ -145,12 +162,15 @@ fn decode_text(bytes: &[u8]) -> Result<String> {
     })
 }
 
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default()
+}
+
 /// Plain text (and an image's OCR text): one section named after the file.
 fn one_section(text: &str, path: &Path, kind: DocKind) -> ParsedDoc {
-    let name = path
-        .file_name()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_default();
+    let name = file_name(path);
     ParsedDoc {
         kind,
         notes: Vec::new(),
@@ -332,10 +352,58 @@ mod tests {
     }
 
     #[test]
-    fn plain_text_is_one_section_named_after_the_file() {
+    fn text_without_headings_is_one_section_named_after_the_file() {
         let d = parse(Path::new("dir/notes.txt"), b"hello\nworld").unwrap();
         assert_eq!(d.sections.len(), 1);
         assert_eq!(d.sections[0].heading, "notes.txt");
-        assert_eq!(d.sections[0].text, "hello\nworld");
+        assert_eq!(d.sections[0].text, "hello world");
+        let log = parse(Path::new("dir/run.log"), b"12:00 started\n12:01 stopped").unwrap();
+        assert_eq!(log.sections[0].text, "12:00 started\n12:01 stopped");
+    }
+
+    #[test]
+    fn prose_text_keeps_whole_paragraphs_and_its_underlined_headings() {
+        let text = "TRIGGERS\n========\n\nIntroduction\n------------\n\n\
+            A dpkg trigger is a facility that allows events caused by one package\n\
+            but of interest to another package to be recorded.\n\n\
+            We currently envisage three kinds of triggers:\n \
+            * Explicit triggers.  These can be activated by any program\n   \
+            by running dpkg-trigger.\n \
+            * File triggers.\n\n\
+            A trigger is activated with:\n\n    \
+            dpkg-trigger --no-await <name>\n";
+        let d = parse(Path::new("spec/triggers.txt"), text.as_bytes()).unwrap();
+        assert_eq!(d.kind, DocKind::Text);
+        assert_eq!(d.title, "TRIGGERS");
+        let intro = d
+            .sections
+            .iter()
+            .find(|s| s.heading == "Introduction")
+            .unwrap();
+        assert_eq!(intro.path, ["TRIGGERS", "Introduction"]);
+        assert!(intro.text.contains(
+            "A dpkg trigger is a facility that allows events caused by one package but of \
+             interest to another package to be recorded."
+        ));
+        let flat = intro
+            .text
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            flat.contains(
+                "- Explicit triggers. These can be activated by any program by running dpkg-trigger."
+            ),
+            "{}",
+            intro.text
+        );
+        assert!(
+            intro
+                .text
+                .contains("```\ndpkg-trigger --no-await <name>\n```"),
+            "{}",
+            intro.text
+        );
     }
 }

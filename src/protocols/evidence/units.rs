@@ -245,11 +245,13 @@ pub fn line_sentences(line: &str) -> Vec<&str> {
 }
 
 /// Whether `before` (a line up to a `.`) ends in a list item's number: one to three
-/// digits at the line's start or after a `:`.
+/// digits at the line's start or after a `:` and a space (not a ratio such as `2:3`).
 fn numbers_item(before: &str) -> bool {
     let digits = before.len() - before.trim_end_matches(|c: char| c.is_ascii_digit()).len();
-    let rest = before[..before.len() - digits].trim_end();
-    (1..=3).contains(&digits) && (rest.is_empty() || rest.ends_with(':'))
+    let rest = &before[..before.len() - digits];
+    (1..=3).contains(&digits)
+        && (rest.trim().is_empty()
+            || (rest.ends_with(char::is_whitespace) && rest.trim_end().ends_with(':')))
 }
 
 /// How many lines from `n` on are an entry's terms: a run of option lines followed by
