@@ -37,6 +37,8 @@ pub fn kind_version(kind: DocKind) -> u32 {
         DocKind::Pdf => 1,
         // 1: `.txt` read as Markdown (whole paragraphs, headings as sections).
         DocKind::Text => 1,
+        // 1: permalinks ("¶") left out of headings and text.
+        DocKind::Html => 1,
         _ => 0,
     }
 }

@@ -34,8 +34,52 @@ const BLOCK: &[&str] = &[
 ];
 
 /// Classes of page furniture whose text is never document text: DocBook's navigation
-/// header and footer (a page's own title, Prev / Up / Next), breadcrumbs.
-const SKIP_CLASSES: &[&str] = &["navheader", "navfooter", "breadcrumb", "breadcrumbs"];
+/// header and footer (a page's own title, Prev / Up / Next), breadcrumbs, and the
+/// permalink after a heading or a definition (Sphinx's `headerlink` "¶").
+const SKIP_CLASSES: &[&str] = &[
+    "navheader",
+    "navfooter",
+    "breadcrumb",
+    "breadcrumbs",
+    "headerlink",
+    "anchorjs-link",
+    "heading-anchor",
+];
+
+/// What a permalink shows when it has no class to tell it by.
+const PERMALINK_GLYPHS: &[&str] = &["¶", "§", "#", "🔗", "⚓"];
+
+/// Whether an element is page furniture (`SKIP`, `SKIP_CLASSES`, navigation), or a link
+/// whose whole text is a permalink glyph.
+fn is_furniture(node: NodeRef<'_, Node>) -> bool {
+    let Some(e) = node.value().as_element() else {
+        return false;
+    };
+    SKIP.contains(&e.name())
+        || e.attr("role") == Some("navigation")
+        || e.classes().any(|c| SKIP_CLASSES.contains(&c))
+        || (e.name() == "a"
+            && ElementRef::wrap(node)
+                .is_some_and(|a| PERMALINK_GLYPHS.contains(&a.text().collect::<String>().trim())))
+}
+
+/// A heading's text without its permalink ("Why are default values shared?¶").
+fn heading_text(node: NodeRef<'_, Node>) -> String {
+    let mut out = String::new();
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if is_furniture(n) {
+            continue;
+        }
+        if let Some(t) = n.value().as_text() {
+            out.push_str(t);
+        }
+        // Children in document order: pushed last to first.
+        let children: Vec<_> = n.children().collect();
+        stack.extend(children.into_iter().rev());
+    }
+    collapse_ws(&out)
+}
 
 /// Classes of admonition boxes (DocBook's `note`, `tip`, …; Sphinx's `admonition`). Their
 /// title is a heading element, but the box belongs to the section around it: the title
@@ -121,10 +165,7 @@ impl Walk {
             }
             Node::Element(e) => {
                 let name = e.name();
-                if SKIP.contains(&name)
-                    || e.attr("role") == Some("navigation")
-                    || e.classes().any(|c| SKIP_CLASSES.contains(&c))
-                {
+                if is_furniture(node) {
                     return;
                 }
                 let admonition =
@@ -135,7 +176,7 @@ impl Walk {
                         .unwrap_or_default()
                 };
                 if let Some(level) = heading_level(name) {
-                    let heading = collapse_ws(&text_of());
+                    let heading = heading_text(node);
                     if self.in_admonition > 0 {
                         if !heading.is_empty() {
                             self.block_break();
@@ -331,6 +372,26 @@ mod tests {
             text.contains("the bottom line") && text.contains("after"),
             "{text:.200}"
         );
+    }
+
+    /// Sphinx pages (Python's manual): a permalink "¶" after every heading and API entry.
+    #[test]
+    fn permalinks_are_left_out_of_headings_and_text() {
+        let html = r##"<html><body><section id="d">
+            <h2>Why are default values <em>shared</em>?<a class="headerlink" href="#d" title="Link to this heading">¶</a></h2>
+            <dl><dt id="shutil.copy2"><code>shutil.copy2</code>(src, dst)<a class="headerlink" href="#shutil.copy2">¶</a></dt>
+            <dd><p>Like copy(), but keeps metadata.</p></dd></dl>
+            <h3>Unclassed<a href="#u">#</a></h3><p>See <a href="#x">the FAQ</a>.</p></section></body></html>"##;
+        let doc = parse(html, "faq");
+        let headings: Vec<&str> = doc.sections.iter().map(|s| s.heading.as_str()).collect();
+        assert_eq!(
+            headings,
+            ["Why are default values shared?", "Unclassed"],
+            "{doc:#?}"
+        );
+        let all: String = doc.sections.iter().map(|s| s.text.clone()).collect();
+        assert!(!all.contains('¶'), "{all}");
+        assert!(all.contains("the FAQ"), "{all}");
     }
 
     /// DocBook pages (PostgreSQL's manual): the navigation header repeats the page title
