@@ -385,12 +385,7 @@ mod tests {
             "A dpkg trigger is a facility that allows events caused by one package but of \
              interest to another package to be recorded."
         ));
-        let flat = intro
-            .text
-            .split(' ')
-            .filter(|w| !w.is_empty())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let flat = collapse_ws(&intro.text);
         assert!(
             flat.contains(
                 "- Explicit triggers. These can be activated by any program by running dpkg-trigger."

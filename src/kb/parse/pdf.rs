@@ -216,8 +216,8 @@ fn tidy(text: &str) -> String {
 
 /// Whether `next` continues the paragraph `line` was wrapped from: `line` does not end a
 /// sentence (or introduce what follows, with `:`), `next` does not start a list item,
-/// and `next` starts in lower case, or `line` runs three quarters of the widest line or more (a wrap
-/// before a capitalised word).
+/// and `next` starts in lower case, or `line` runs at least three quarters of the widest
+/// line (a wrap before a capitalised word).
 fn continues(line: &str, next: &str, widest: usize) -> bool {
     let end = line
         .trim_end_matches(['"', '\'', ')', ']', '”', '’'])
@@ -249,9 +249,7 @@ fn starts_item(line: &str) -> bool {
 /// answered by the page numbers.
 fn drop_running_lines(pages: &mut [String]) {
     let shape = |l: &str| -> String {
-        l.split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
+        collapse_ws(l)
             .to_lowercase()
             .chars()
             .map(|c| if c.is_ascii_digit() { '#' } else { c })
