@@ -393,6 +393,69 @@ fn chunk_ids(kb: &KnowledgeBase, file: &str) -> Vec<String> {
     ids
 }
 
+/// BM25 counts a deleted chunk's words until tantivy merges its segment away. A KB whose
+/// files changed ranks as one built fresh from the same files: a segment is merged once a
+/// tenth of it is deleted (tantivy's default waits until all of it is).
+#[test]
+fn keyword_scores_after_files_change_match_a_kb_built_fresh() {
+    let docs = tempfile::tempdir().unwrap();
+    let words = [
+        "rollback",
+        "replica",
+        "quota",
+        "certificate",
+        "backup",
+        "ingress",
+    ];
+    let page = |i: usize, version: &str| {
+        format!(
+            "# Page {i}\n\nThe {w} runbook, {version}: check the {w} status, then the cluster.\n\n\
+             ## Details\n\nEvery {w} step is logged {version}.\n",
+            w = words[i % words.len()]
+        )
+    };
+    for i in 0..10 {
+        std::fs::write(docs.path().join(format!("p{i}.md")), page(i, "first")).unwrap();
+    }
+    let changed_dir = tempfile::tempdir().unwrap();
+    let (mut changed, _) = ingest_into(changed_dir.path(), &[docs.path().to_path_buf()]);
+    for i in 0..3 {
+        std::fs::write(
+            docs.path().join(format!("p{i}.md")),
+            page(i, "second, rewritten"),
+        )
+        .unwrap();
+    }
+    let r = ingest(
+        &mut changed,
+        &[docs.path().to_path_buf()],
+        &IngestOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(r.changed.len(), 3, "{r:?}");
+    drop(changed);
+    let changed = KnowledgeBase::open(changed_dir.path(), embedder()).unwrap();
+    let fresh_dir = tempfile::tempdir().unwrap();
+    let (fresh, _) = ingest_into(fresh_dir.path(), &[docs.path().to_path_buf()]);
+    for query in [
+        "rollback status",
+        "replica cluster",
+        "runbook logged",
+        "first step",
+    ] {
+        let scores = |kb: &KnowledgeBase| -> Vec<String> {
+            kb.store()
+                .bm25(query, 20)
+                .unwrap()
+                .iter()
+                .map(|(_, s)| format!("{s:.5}"))
+                .collect()
+        };
+        assert_eq!(scores(&changed), scores(&fresh), "{query:?}");
+    }
+}
+
 #[test]
 fn incremental_ingest_adds_changes_and_removes_only_what_changed() {
     let docs = tempfile::tempdir().unwrap();

@@ -37,8 +37,9 @@ pub fn kind_version(kind: DocKind) -> u32 {
         DocKind::Pdf => 1,
         // 1: `.txt` read as Markdown (whole paragraphs, headings as sections).
         DocKind::Text => 1,
-        // 1: permalinks ("¶") left out of headings and text.
-        DocKind::Html => 1,
+        // 1: permalinks ("¶") left out of headings and text. 2: admonitions laid out as
+        // tables (AsciiDoc, DocBook with graphics) read as a title and paragraphs.
+        DocKind::Html => 2,
         _ => 0,
     }
 }

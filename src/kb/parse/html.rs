@@ -91,10 +91,42 @@ const ADMONITION_CLASSES: &[&str] = &[
     "caution",
     "important",
     "admonition",
+    "admonitionblock",
     "attention",
     "danger",
     "hint",
 ];
+
+/// What an admonition's title says, in the generators that lay the box out as a table.
+const ADMONITION_TITLES: &[&str] = &[
+    "note",
+    "tip",
+    "warning",
+    "caution",
+    "important",
+    "attention",
+    "danger",
+    "hint",
+];
+
+/// Whether `table`, inside an admonition, only lays it out: AsciiDoc's icon cell beside a
+/// content cell, DocBook's icon image with a "Warning" heading cell above the text. Its
+/// text is the admonition's title and paragraphs, not a data table: read as cells, a
+/// quote began "| Warning | Do not play with boot loaders …".
+fn is_layout_table(table: NodeRef<'_, Node>) -> bool {
+    let Some(e) = table.value().as_element() else {
+        return false;
+    };
+    let titled = e
+        .attr("summary")
+        .is_some_and(|s| ADMONITION_TITLES.contains(&s.trim().to_lowercase().as_str()));
+    titled
+        || table.descendants().any(|n| {
+            n.value().as_element().is_some_and(|c| {
+                c.name() == "img" || (c.name() == "td" && c.classes().any(|k| k == "icon"))
+            })
+        })
+}
 
 /// Inline elements whose text is code.
 const INLINE_CODE: &[&str] = &["code", "kbd", "samp", "tt"];
@@ -116,6 +148,8 @@ struct Walk {
     lists: Vec<Option<u64>>,
     /// Open admonition boxes: their headings are lines, not sections.
     in_admonition: usize,
+    /// Open layout tables of admonitions (`is_layout_table`): cells are blocks.
+    in_layout_table: usize,
 }
 
 impl Walk {
@@ -191,6 +225,31 @@ impl Walk {
                             heading_section(&mut self.stack, &mut self.anchors, level, heading);
                         self.sections.push(section);
                     }
+                    return;
+                }
+                if self.in_admonition > 0 && name == "table" && is_layout_table(node) {
+                    self.block_break();
+                    self.in_layout_table += 1;
+                    for child in node.children() {
+                        self.visit(child, depth + 1);
+                    }
+                    self.in_layout_table -= 1;
+                    self.block_break();
+                    return;
+                }
+                if self.in_layout_table > 0 && matches!(name, "td" | "th" | "tr") {
+                    // A cell that only names the box is its title line, as a heading
+                    // inside an admonition is.
+                    let text = collapse_ws(&text_of());
+                    self.block_break();
+                    if ADMONITION_TITLES.contains(&text.to_lowercase().as_str()) {
+                        self.body.text(&format!("{text}:"));
+                    } else {
+                        for child in node.children() {
+                            self.visit(child, depth + 1);
+                        }
+                    }
+                    self.block_break();
                     return;
                 }
                 match name {
@@ -328,6 +387,7 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
         in_dl: 0,
         lists: Vec::new(),
         in_admonition: 0,
+        in_layout_table: 0,
     };
     walk.visit(doc.tree.root(), 0);
     walk.close_section();
@@ -445,6 +505,37 @@ mod tests {
         assert_eq!(d.sections[1].text, "- Page the on-call\n- Open a ticket");
         let all: String = d.sections.iter().map(|s| s.text.clone()).collect();
         assert!(!all.contains("secret") && !all.contains("color") && !all.contains("Menu"));
+    }
+
+    /// AsciiDoc (git's manual) and DocBook with graphics (the Debian Reference) lay an
+    /// admonition out as a table: its title and text are lines of the section, not table
+    /// cells. A data table inside a note stays a table.
+    #[test]
+    fn admonitions_laid_out_as_tables_read_as_title_and_paragraphs() {
+        let html = r#"<html><body><h2>Blame</h2>
+            <div class="admonitionblock"><table><tr><td class="icon"><div class="title">Note</div></td>
+            <td class="content">For people who do parsing: ignore unknown lines.</td></tr></table></div>
+            <h2>Boot</h2>
+            <div class="warning"><table border="0" summary="Warning">
+            <tr><td rowspan="2"><img alt="[Warning]" src="images/warning.png"/></td><th>Warning</th></tr>
+            <tr><td><p>Do not play with boot loaders without rescue media.</p></td></tr></table></div>
+            <div class="note"><h3>Note</h3><table><tr><th>file</th><th>content</th></tr>
+            <tr><td>dpkg.log</td><td>dpkg activity</td></tr></table></div>
+            </body></html>"#;
+        let doc = parse(html, "admonitions");
+        let blame = &doc.sections[0].text;
+        assert!(!blame.contains('|'), "{blame}");
+        assert!(
+            blame.contains("Note:\n\nFor people who do parsing: ignore unknown lines."),
+            "{blame}"
+        );
+        let boot = &doc.sections[1].text;
+        assert!(
+            boot.contains("Warning:\n\nDo not play with boot loaders without rescue media."),
+            "{boot}"
+        );
+        assert!(!boot.contains("| Warning"), "{boot}");
+        assert!(boot.contains("| dpkg.log | dpkg activity |"), "{boot}");
     }
 
     #[test]

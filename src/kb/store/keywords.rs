@@ -43,6 +43,13 @@ const APPLY_BATCH: usize = 2000;
 /// The writer's indexing memory (one thread: the embedder has the cores).
 const WRITER_MEMORY: usize = 64 << 20;
 
+/// A segment is merged (its deleted documents purged) once this share of it is deleted.
+/// BM25 counts a deleted document's words until then, and tantivy's default waits for a
+/// segment to be wholly deleted: after every file of the postgresql KB was read again, a
+/// quarter of the index was old copies, and its report half ranked differently from the
+/// KB built fresh from the same chunks (extractive hit@8 0.92 against 0.90).
+const DELETED_SHARE_BEFORE_MERGE: f32 = 0.1;
+
 pub(super) struct Keywords {
     index: Index,
     reader: IndexReader,
@@ -153,6 +160,9 @@ impl Keywords {
                 .index
                 .writer_with_num_threads(1, WRITER_MEMORY)
                 .context("cannot write the keyword index")?;
+            let mut policy = tantivy::merge_policy::LogMergePolicy::default();
+            policy.set_del_docs_ratio_before_merge(DELETED_SHARE_BEFORE_MERGE);
+            w.set_merge_policy(Box::new(policy));
             self.writer = Some(w);
         }
         Ok(self.writer.as_mut().unwrap())
