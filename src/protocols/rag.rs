@@ -14,7 +14,7 @@ use super::evidence::Evidence;
 use super::gap;
 use super::grounded::{extractive_answer, join_sentences};
 use super::reader;
-use super::shared::{gather, grounded_answer, llm_object_watched};
+use super::shared::{gather, grounded_answer, llm_object_watched, FREE_ANSWER_CHARS};
 use super::support;
 use super::watch::Watch;
 use super::{AnswerMode, Pending, Report, Step};
@@ -107,7 +107,7 @@ impl Pending for PendingRag {
                 let schema = json!({
                     "type": "object", "additionalProperties": false,
                     "required": ["final_answer"],
-                    "properties": {"final_answer": {"type": "string", "minLength": 1, "maxLength": 400}}
+                    "properties": {"final_answer": {"type": "string", "minLength": 1, "maxLength": FREE_ANSWER_CHARS}}
                 });
                 let context = ev
                     .hits
@@ -124,6 +124,8 @@ impl Pending for PendingRag {
                     .unwrap_or_default()
                     .trim()
                     .to_string();
+                let written =
+                    support::without_cut_sentence(written, FREE_ANSWER_CHARS, &mut report);
                 support::hold_to_shown(written, &ev, &mut report)
             }
         };

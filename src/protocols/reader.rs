@@ -240,6 +240,7 @@ pub fn read(
         _ => Verdict::DoesNotAnswer,
     };
     let model_answer = v["answer"].as_str().unwrap_or_default().trim().to_string();
+    let model_answer = support::without_cut_sentence(model_answer, MAX_ANSWER_CHARS, report);
     let context = quoted_context(ev, &quoted);
     let fallback = || {
         let best: Vec<&str> = ev

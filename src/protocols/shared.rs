@@ -13,6 +13,10 @@ use crate::llm::chat_template::Message;
 use crate::llm::Llm;
 use crate::structured::{generate_structured, OutputSpec, StructuredRequest};
 
+/// The longest free-text answer the generative modes' schemas allow (rag's and the
+/// navigator's `llm` mode); the reader's is `reader::MAX_ANSWER_CHARS`.
+pub const FREE_ANSWER_CHARS: usize = 400;
+
 /// Retrieval for one question, with the report's retrieval figures filled in.
 pub(crate) fn gather(
     kb: &KnowledgeBase,

@@ -282,6 +282,63 @@ pub fn answer_sentences(answer: &str) -> Vec<String> {
     out
 }
 
+/// `answer` without an unfinished last sentence, which the support check would keep (its
+/// words are all in the passage). The schema's bound (`bound` characters) ends the string
+/// wherever it falls ("… enclosed in a brace pair (e.g."), and the model closes it early
+/// when it copies a passage's double quote ("… by adding `"). A last sentence that leaves
+/// a code span, bracket, bold or code block open is left out whatever the length; one
+/// without closing punctuation only in an answer that reached the bound. What is left out
+/// is listed in `report.removed`.
+pub fn without_cut_sentence(answer: String, bound: usize, report: &mut Report) -> String {
+    // Within two characters: the answer was trimmed of the whitespace it was cut after.
+    let at_bound = answer.chars().count() + 2 >= bound;
+    let mut sentences = answer_sentences(&answer);
+    let why = match sentences.last() {
+        Some(last) if left_open(last) => "it stops inside a code span, bracket or block",
+        Some(last) if at_bound && unpunctuated(last) => "the answer's length bound cut it off",
+        _ => return answer,
+    };
+    let sentence = sentences.pop().expect("a last sentence");
+    report.notes.push(format!(
+        "unfinished last sentence {sentence:?} left out: {why}"
+    ));
+    report.removed.push(Removed {
+        sentence,
+        why: why.to_string(),
+    });
+    let kept: Vec<&str> = sentences.iter().map(String::as_str).collect();
+    join_sentences(&kept)
+}
+
+/// Whether a sentence (or a code block with its introduction) leaves a code block, code
+/// span, bracket or bold open.
+fn left_open(sentence: &str) -> bool {
+    let fences = sentence
+        .lines()
+        .filter(|l| crate::kb::parse::fence_of(l).is_some())
+        .count();
+    if fences > 0 {
+        return fences % 2 == 1;
+    }
+    let count = |c: char| sentence.chars().filter(|&x| x == c).count();
+    count('`') % 2 == 1
+        || count('(') > count(')')
+        || count('[') > count(']')
+        || sentence.matches("**").count() % 2 == 1
+}
+
+/// Whether a prose sentence ends without closing punctuation, or on "e.g." / "i.e.".
+fn unpunctuated(sentence: &str) -> bool {
+    if sentence.contains("```") {
+        return false;
+    }
+    let end = sentence
+        .trim_end()
+        .trim_end_matches(['"', '\'', '”', '’', ')', ']', '*', '_', '`']);
+    let lower = end.to_lowercase();
+    !end.ends_with(['.', '!', '?']) || lower.ends_with("e.g.") || lower.ends_with("i.e.")
+}
+
 /// The stems of a text's content words; a hyphenated word also stands for its parts
 /// ("keep-index" holds "keep").
 pub fn stems_of(text: &str) -> HashSet<String> {
@@ -490,6 +547,46 @@ mod tests {
         );
         assert!(c.removed.is_empty(), "{c:?}");
         assert_eq!(c.kept.len(), 2);
+    }
+
+    #[test]
+    fn an_answer_cut_at_its_bound_loses_its_unfinished_last_sentence() {
+        let pad = |s: &str, bound: usize| {
+            let mut a = "Run `sudo vigr` for `/etc/group`.".to_string();
+            while a.chars().count() + s.chars().count() + 1 < bound {
+                a.push_str(" It edits the group file.");
+            }
+            format!("{a} {s}")
+        };
+        let mut report = Report::default();
+        for cut in [
+            "Alternatively, add users during authentication by adding `",
+            "The range is enclosed in a brace pair (e.g.",
+            "The folded commit will be attributed to the **<",
+            "Use the following:\n```\n[gitcvs]\n   authdb = /etc/cvsserver/passwd",
+            "Set it to",
+        ] {
+            let answer = pad(cut, 120);
+            let kept = without_cut_sentence(answer.clone(), 120, &mut report);
+            assert!(!kept.contains(cut.lines().next().unwrap()), "{kept:?}");
+            assert!(
+                kept.starts_with("Run `sudo vigr` for `/etc/group`."),
+                "{kept:?}"
+            );
+        }
+        assert_eq!(report.removed.len(), 5, "{:?}", report.removed);
+        // A finished last sentence at the bound, and an unfinished one below it, stay.
+        let whole = pad("It needs a new login (or `exec newgrp`).", 120);
+        assert_eq!(without_cut_sentence(whole.clone(), 120, &mut report), whole);
+        let short = "Set it to".to_string();
+        assert_eq!(without_cut_sentence(short.clone(), 120, &mut report), short);
+        assert_eq!(report.removed.len(), 5);
+        // Closed early on a copied double quote: a code span left open, at any length.
+        let early = "Run `sudo vigr` for `/etc/group`. Or add users at login by adding `";
+        assert_eq!(
+            without_cut_sentence(early.to_string(), 300, &mut report),
+            "Run `sudo vigr` for `/etc/group`."
+        );
     }
 
     #[test]

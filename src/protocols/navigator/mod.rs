@@ -34,7 +34,7 @@ use super::grounded::{
     candidates, evidence_listing, extractive_answer, join_sentences, CANDIDATES,
 };
 use super::reader::{self, Verdict};
-use super::shared::{gather, grounded_answer, llm_object_watched};
+use super::shared::{gather, grounded_answer, llm_object_watched, FREE_ANSWER_CHARS};
 use super::support;
 use super::watch::Watch;
 use super::{AnswerMode, Pending, Report, Step};
@@ -252,7 +252,8 @@ impl Pending for PendingNavigator {
             // of its retrieved sections.
             _ => {
                 let cands = candidates(&ev, CANDIDATES);
-                let answer_schema = json!({"type": "string", "minLength": 1, "maxLength": 400});
+                let answer_schema =
+                    json!({"type": "string", "minLength": 1, "maxLength": FREE_ANSWER_CHARS});
                 let schema = decoder_schema(&ev.hits, answer_schema);
                 report.shown_to_model = evidence_listing(&ev, &cands);
                 let user = format!(
@@ -263,6 +264,8 @@ impl Pending for PendingNavigator {
                 let watched = ("answer", &mut *watch);
                 let v = llm_object_watched(llm, SYSTEM, &user, schema, &mut report, watched)?;
                 let written = v["answer"].as_str().unwrap_or_default().trim().to_string();
+                let written =
+                    support::without_cut_sentence(written, FREE_ANSWER_CHARS, &mut report);
                 let answer = support::hold_to_shown(written, &ev, &mut report);
                 let mut cited: Vec<(String, String)> = Vec::new();
                 for s in v["sources"].as_array().cloned().unwrap_or_default() {
