@@ -335,14 +335,38 @@ fn push_unit(out: &mut Vec<Unit>, unit: Unit) {
     } else {
         MAX_SENTENCE_CHARS
     };
-    if s.chars().count() >= 20 && s.chars().count() <= max {
+    if s.chars().count() >= 20 && s.chars().count() <= max && !only_links(s) {
         out.push(unit);
     }
+}
+
+/// Whether a unit is nothing but Markdown links: a list of them ("- [USB](https://
+/// en.wikipedia.org/wiki/Universal_Serial_Bus)") is long in characters but states
+/// nothing, and was quoted as the whole answer to "How do I mount a USB disk?" (the
+/// Debian Reference).
+fn only_links(s: &str) -> bool {
+    static LINK: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let link = LINK.get_or_init(|| regex::Regex::new(r"\[[^\]]*\]\([^)\s]*\)").unwrap());
+    link.is_match(s) && !link.replace_all(s, " ").chars().any(char::is_alphanumeric)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_that_is_only_a_short_link_is_not_a_unit() {
+        let s = split_sentences(
+            "- [USB](https://en.wikipedia.org/wiki/Universal_Serial_Bus)\n\
+             - [IEEE 1394 / FireWire](https://en.wikipedia.org/wiki/IEEE_1394)\n\
+             - [Optical disc drive](https://en.wikipedia.org/wiki/Optical_disc_drive), [USB](https://x.org/usb)\n\
+             See [Section 10.1.7, Removable storage device](ch10.en.html#_removable) for mounting.",
+        );
+        assert_eq!(
+            s,
+            ["See [Section 10.1.7, Removable storage device](ch10.en.html#_removable) for mounting."]
+        );
+    }
 
     #[test]
     fn sentences_split_on_terminators_and_lines() {
