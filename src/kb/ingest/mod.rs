@@ -38,7 +38,8 @@ pub fn kind_version(kind: DocKind) -> u32 {
         // 1: `.txt` read as Markdown (whole paragraphs, headings as sections).
         DocKind::Text => 1,
         // 1: permalinks ("¶") left out of headings and text. 2: admonitions laid out as
-        // tables (AsciiDoc, DocBook with graphics) read as a title and paragraphs.
+        // tables (AsciiDoc, DocBook with graphics) read as a title and paragraphs;
+        // adjacent code spans as one.
         DocKind::Html => 2,
         _ => 0,
     }

@@ -106,8 +106,16 @@ impl MarkdownWriter {
         } else {
             ""
         };
-        self.buf()
-            .push_str(&format!("{fence}{pad}{code}{pad}{fence}"));
+        let buf = self.buf();
+        // Adjacent spans are one: Sphinx writes a signature's module and name as two
+        // (`<code>django.views.decorators.cache.</code><code>cache_page</code>`), which
+        // as two spans reads "`django.views.decorators.cache.``cache_page`".
+        if fence == "`" && pad.is_empty() && buf.ends_with('`') && !buf.ends_with("``") {
+            buf.pop();
+            buf.push_str(&format!("{code}`"));
+            return;
+        }
+        buf.push_str(&format!("{fence}{pad}{code}{pad}{fence}"));
     }
 
     pub(crate) fn link_start(&mut self) {

@@ -538,6 +538,20 @@ mod tests {
         assert!(boot.contains("| dpkg.log | dpkg activity |"), "{boot}");
     }
 
+    /// Sphinx writes an API entry's module and name as two code spans side by side.
+    #[test]
+    fn adjacent_code_spans_read_as_one() {
+        let html = r#"<html><body><h2>The per-view cache</h2><dl class="py function">
+            <dt><code class="descclassname">django.views.decorators.cache.</code><code class="descname">cache_page</code>()</dt>
+            <dd><p>Caches the view.</p></dd></dl></body></html>"#;
+        let doc = parse(html, "cache");
+        let text = &doc.sections[0].text;
+        assert!(
+            text.contains("`django.views.decorators.cache.cache_page`()"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn definition_lists_keep_each_term_before_its_definition() {
         // As asciidoc writes a manual page's options, and a subcommand whose definition

@@ -142,10 +142,12 @@ pub fn units(text: &str) -> Vec<Unit> {
         n += 1;
         if line.contains("```") && line.contains('\n') {
             // A code block (with its introducing line) is never split at its periods.
+            // A definition's paragraph introducing it keeps its place in the source only.
+            let text = line.trim();
             push_unit(
                 &mut out,
                 Unit {
-                    text: line.trim().to_string(),
+                    text: text.strip_prefix(": ").unwrap_or(text).to_string(),
                     source: lines[n - 1].1.trim().to_string(),
                 },
             );
@@ -353,6 +355,19 @@ fn only_links(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_definitions_code_block_is_quoted_without_the_definition_marker() {
+        let s = split_sentences(
+            "`cache_page`()\n\n: A more granular way is caching the output of individual views:\n\n```\n@cache_page(60 * 15)\ndef my_view(request):\n```",
+        );
+        assert!(
+            s.iter()
+                .any(|u| u.starts_with("A more granular way") && u.contains("@cache_page")),
+            "{s:?}"
+        );
+        assert!(!s.iter().any(|u| u.starts_with(": ")), "{s:?}");
+    }
 
     #[test]
     fn a_line_that_is_only_a_short_link_is_not_a_unit() {
