@@ -286,15 +286,17 @@ pub fn answer_sentences(answer: &str) -> Vec<String> {
 /// words are all in the passage). The schema's bound (`bound` characters) ends the string
 /// wherever it falls ("… enclosed in a brace pair (e.g."), and the model closes it early
 /// when it copies a passage's double quote ("… by adding `"). A last sentence that leaves
-/// a code span, bracket, bold or code block open is left out whatever the length; one
-/// without closing punctuation only in an answer that reached the bound. What is left out
-/// is listed in `report.removed`.
+/// a code span, bracket, bold or code block open, or ends in ':', is left out whatever
+/// the length; one without closing punctuation only in an answer that reached the bound.
+/// What is left out is listed in `report.removed`.
 pub fn without_cut_sentence(answer: String, bound: usize, report: &mut Report) -> String {
     // Within two characters: the answer was trimmed of the whitespace it was cut after.
     let at_bound = answer.chars().count() + 2 >= bound;
     let mut sentences = answer_sentences(&answer);
     let why = match sentences.last() {
-        Some(last) if left_open(last) => "it stops inside a code span, bracket or block",
+        Some(last) if left_open(last) => {
+            "it stops inside a code span, bracket or block, or introduces nothing"
+        }
         Some(last) if at_bound && unpunctuated(last) => "the answer's length bound cut it off",
         _ => return answer,
     };
@@ -311,7 +313,7 @@ pub fn without_cut_sentence(answer: String, bound: usize, report: &mut Report) -
 }
 
 /// Whether a sentence (or a code block with its introduction) leaves a code block, code
-/// span, bracket or bold open.
+/// span, bracket or bold open, or introduces what does not follow.
 fn left_open(sentence: &str) -> bool {
     let fences = sentence
         .lines()
@@ -321,7 +323,10 @@ fn left_open(sentence: &str) -> bool {
         return fences % 2 == 1;
     }
     let count = |c: char| sentence.chars().filter(|&x| x == c).count();
-    count('`') % 2 == 1
+    // A last sentence ending in ':' introduces what never came ("Here is how you can do
+    // it for each of your examples:").
+    sentence.trim_end().ends_with(':')
+        || count('`') % 2 == 1
         || count('(') > count(')')
         || count('[') > count(']')
         || sentence.matches("**").count() % 2 == 1
@@ -581,6 +586,11 @@ mod tests {
         let short = "Set it to".to_string();
         assert_eq!(without_cut_sentence(short.clone(), 120, &mut report), short);
         assert_eq!(report.removed.len(), 5);
+        let intro = "Run `sudo vigr` for `/etc/group`. Here is how you can do it:";
+        assert_eq!(
+            without_cut_sentence(intro.to_string(), 300, &mut report),
+            "Run `sudo vigr` for `/etc/group`."
+        );
         // Closed early on a copied double quote: a code span left open, at any length.
         let early = "Run `sudo vigr` for `/etc/group`. Or add users at login by adding `";
         assert_eq!(

@@ -39,7 +39,7 @@ pub fn kind_version(kind: DocKind) -> u32 {
         DocKind::Text => 1,
         // 1: permalinks ("¶") left out of headings and text. 2: admonitions laid out as
         // tables (AsciiDoc, DocBook with graphics) read as a title and paragraphs;
-        // adjacent code spans as one.
+        // adjacent code spans as one; Sphinx's "[source]" links left out.
         DocKind::Html => 2,
         _ => 0,
     }

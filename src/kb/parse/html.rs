@@ -34,8 +34,9 @@ const BLOCK: &[&str] = &[
 ];
 
 /// Classes of page furniture whose text is never document text: DocBook's navigation
-/// header and footer (a page's own title, Prev / Up / Next), breadcrumbs, and the
-/// permalink after a heading or a definition (Sphinx's `headerlink` "¶").
+/// header and footer (a page's own title, Prev / Up / Next), breadcrumbs, the permalink
+/// after a heading or a definition (Sphinx's `headerlink` "¶"), and Sphinx's links
+/// between an API entry and its source code ("[source]", "[docs]").
 const SKIP_CLASSES: &[&str] = &[
     "navheader",
     "navfooter",
@@ -44,6 +45,8 @@ const SKIP_CLASSES: &[&str] = &[
     "headerlink",
     "anchorjs-link",
     "heading-anchor",
+    "viewcode-link",
+    "viewcode-back",
 ];
 
 /// What a permalink shows when it has no class to tell it by.
@@ -439,7 +442,7 @@ mod tests {
     fn permalinks_are_left_out_of_headings_and_text() {
         let html = r##"<html><body><section id="d">
             <h2>Why are default values <em>shared</em>?<a class="headerlink" href="#d" title="Link to this heading">¶</a></h2>
-            <dl><dt id="shutil.copy2"><code>shutil.copy2</code>(src, dst)<a class="headerlink" href="#shutil.copy2">¶</a></dt>
+            <dl><dt id="shutil.copy2"><code>shutil.copy2</code>(src, dst)<a class="reference internal" href="../_modules/shutil.html#copy2"><span class="viewcode-link"><span class="pre">[source]</span></span></a><a class="headerlink" href="#shutil.copy2">¶</a></dt>
             <dd><p>Like copy(), but keeps metadata.</p></dd></dl>
             <h3>Unclassed<a href="#u">#</a></h3><p>See <a href="#x">the FAQ</a>.</p></section></body></html>"##;
         let doc = parse(html, "faq");
@@ -451,6 +454,11 @@ mod tests {
         );
         let all: String = doc.sections.iter().map(|s| s.text.clone()).collect();
         assert!(!all.contains('¶'), "{all}");
+        assert!(
+            !all.contains("source") && !all.contains("_modules"),
+            "{all}"
+        );
+        assert!(all.contains("`shutil.copy2`(src, dst)"), "{all}");
         assert!(all.contains("the FAQ"), "{all}");
     }
 
