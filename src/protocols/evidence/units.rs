@@ -40,13 +40,23 @@ pub fn units(text: &str) -> Vec<Unit> {
     // Each line is kept with its source (the lines it joins, as written).
     let mut lines: Vec<(String, String)> = Vec::new();
     let mut fence: Option<String> = None;
-    for line in text.lines() {
+    // Whether the open code block is inside a block quote, whose markers its lines carry.
+    let mut quoted_fence = false;
+    for raw in text.lines() {
+        // A block quote's markers are formatting: a code block quoted on SQLite's pages
+        // ("> ```") was not seen as one, and its command was a sentence of its own.
+        let quoted = raw.trim_start().starts_with('>');
+        let line = if quoted && (fence.is_none() || quoted_fence) {
+            unquote(raw)
+        } else {
+            raw
+        };
         if let Some(f) = &fence {
             let (unit, source) = lines.last_mut().expect("the fence's opening line");
-            for s in [unit, source] {
-                s.push('\n');
-                s.push_str(line);
-            }
+            unit.push('\n');
+            unit.push_str(line);
+            source.push('\n');
+            source.push_str(raw);
             if line.trim() == f {
                 fence = None;
             }
@@ -56,6 +66,7 @@ pub fn units(text: &str) -> Vec<Unit> {
             continue;
         }
         fence = crate::kb::parse::fence_of(line);
+        quoted_fence = quoted;
         if fence.is_some() {
             // Markdown puts a blank line between a block and the line introducing it.
             let blanks = lines
@@ -83,9 +94,9 @@ pub fn units(text: &str) -> Vec<Unit> {
                 prev.push(sep);
                 prev.push_str(if fence.is_some() { line } else { line.trim() });
                 source.push('\n');
-                source.push_str(line);
+                source.push_str(raw);
             }
-            _ => lines.push((line.to_string(), line.to_string())),
+            _ => lines.push((line.to_string(), raw.to_string())),
         }
     }
     let mut n = 0;
@@ -169,6 +180,19 @@ pub fn units(text: &str) -> Vec<Unit> {
         }
     }
     out
+}
+
+/// A block quote's line without its markers (`> `, nested `> > `).
+fn unquote(line: &str) -> &str {
+    let mut rest = line.trim_start();
+    while let Some(r) = rest.strip_prefix('>') {
+        rest = r.strip_prefix(' ').unwrap_or(r);
+        if !rest.trim_start().starts_with('>') {
+            break;
+        }
+        rest = rest.trim_start();
+    }
+    rest
 }
 
 /// Whether `line` introduces the code block after it: it ends with ':' or stops
@@ -367,6 +391,25 @@ mod tests {
             "{s:?}"
         );
         assert!(!s.iter().any(|u| u.starts_with(": ")), "{s:?}");
+    }
+
+    #[test]
+    fn a_quoted_code_block_stays_with_its_introduction() {
+        let text = "To convert to WAL mode, use the following pragma:\n\n> ```\n> PRAGMA journal_mode=WAL;\n> ```\n\n> A quoted remark about the journal.";
+        let units = units(text);
+        let texts: Vec<&str> = units.iter().map(|u| u.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "To convert to WAL mode, use the following pragma:\n```\nPRAGMA journal_mode=WAL;\n```",
+                "A quoted remark about the journal."
+            ]
+        );
+        // The source stays as written, so the chunk holding the unit is found.
+        assert!(
+            units[0].source.contains("> PRAGMA journal_mode=WAL;"),
+            "{units:?}"
+        );
     }
 
     #[test]
