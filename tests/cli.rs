@@ -285,6 +285,38 @@ fn ingest_then_search_json_finds_the_rollback_section_first() {
             .starts_with("operations/rollbacks.md § "),
         "{first:#}"
     );
+    // A conversation's follow-up, asked with its history, says how it was read; a
+    // question asked as written says nothing.
+    assert!(first.get("asked_as").is_none(), "{first:#}");
+    let conversation = out.path().join("conversation.jsonl");
+    std::fs::write(
+        &conversation,
+        "{\"id\": \"c\", \"split\": \"tune\", \"kind\": \"answerable\", \"turns\": [\"How do I roll back a deployment?\"], \"question\": \"and if that fails?\", \"standalone\": \"What do I do if a deployment rollback fails?\", \"file\": \"operations/rollbacks.md\", \"section\": \"Rollbacks\", \"keywords\": [\"rollout\"]}\n",
+    )
+    .unwrap();
+    let o = sextant(&[
+        "eval",
+        "--kb",
+        kb_dir,
+        "--format",
+        "rag",
+        "--modes",
+        "extractive",
+        "--asked",
+        "history",
+        "--json",
+        json.to_str().unwrap(),
+        conversation.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let read = runs[0]["questions"][0]["asked_as"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        read.starts_with("and if that fails? (about: ") && read.contains("roll"),
+        "{read}"
+    );
     // A malformed set is named with its line.
     let bad = out.path().join("bad.jsonl");
     std::fs::write(

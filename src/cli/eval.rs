@@ -155,8 +155,9 @@ pub fn run(ctx: &Ctx, args: EvalArgs) -> Result<()> {
                     query
                 }
             };
-            if args.verbose && question != q.question {
-                eprintln!("{} asked as: {question}", q.id);
+            let asked_as = (question != q.question).then(|| question.clone());
+            if let Some(asked_as) = asked_as.as_ref().filter(|_| args.verbose) {
+                eprintln!("{} asked as: {asked_as}", q.id);
             }
             let request = AskRequest {
                 question,
@@ -186,7 +187,8 @@ pub fn run(ctx: &Ctx, args: EvalArgs) -> Result<()> {
                 }
             };
             let ms = t.elapsed().as_secs_f64() * 1e3;
-            let s = eval::score(&kb, q, &answer, ms, first_words.unwrap_or(ms))?;
+            let mut s = eval::score(&kb, q, &answer, ms, first_words.unwrap_or(ms))?;
+            s.asked_as = asked_as;
             if args.verbose {
                 eprintln!(
                     "{} [{:?} → {:?}] kw {} cited {} {:.1}s: {}",

@@ -113,6 +113,10 @@ pub struct Scored {
     /// The question's words the answer's note says the documentation found does not
     /// mention (empty: no note).
     pub unmentioned: Vec<String>,
+    /// What was put to the engine when it differs from the question as written: a
+    /// follow-up as its conversation read it, or its standalone version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asked_as: Option<String>,
 }
 
 /// Scores one answer (given in `latency_ms`, its first words in `first_words_ms`)
@@ -222,6 +226,7 @@ pub fn score(
         terms: answer.report.terms.clone(),
         confidence: answer.value["confidence"].as_str().map(String::from),
         unmentioned: answer.report.unmentioned.clone(),
+        asked_as: None,
     })
 }
 
@@ -402,6 +407,7 @@ pub(super) mod tests {
             terms: Vec::new(),
             confidence: None,
             unmentioned: Vec::new(),
+            asked_as: None,
         }
     }
 
