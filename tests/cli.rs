@@ -331,6 +331,27 @@ fn ingest_then_search_json_finds_the_rollback_section_first() {
 }
 
 #[test]
+fn a_mistyped_kb_is_an_error_and_creates_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let missing = home.path().join("no-such-kb");
+    let missing_arg = missing.to_str().unwrap();
+    for args in [
+        vec!["ask", "--kb", missing_arg, "How do I roll back?"],
+        vec!["search", "--kb", missing_arg, "rollback"],
+        vec!["kb", "stats", "--kb", missing_arg],
+    ] {
+        let o = sextant(&args);
+        assert!(!o.status.success(), "{args:?}");
+        let err = stderr(&o);
+        assert!(
+            err.contains("no knowledge base at") && err.contains("sextant ingest --kb"),
+            "{args:?}: {err}"
+        );
+        assert!(!missing.exists(), "{args:?} created {}", missing.display());
+    }
+}
+
+#[test]
 fn ingest_watch_follows_additions_and_deletions() {
     let docs = tempfile::tempdir().unwrap();
     let kb = tempfile::tempdir().unwrap();

@@ -70,8 +70,10 @@ impl Ctx {
         }
     }
 
-    /// The engine's front door, opened with `open_options`.
+    /// The engine's front door, opened with `open_options`, for a command that reads a
+    /// KB: one named on the command line must exist (`existing`).
     pub fn service(&self, kb: &KbArg) -> Result<Service> {
+        existing(kb)?;
         Service::open(&self.store, &self.open_options(kb))
     }
 
@@ -100,10 +102,29 @@ impl Ctx {
         let model = self
             .store
             .resolve(Role::Embedding, arg.embedder.as_deref())?;
+        existing(arg)?;
         let embedder = Arc::new(Embedder::load(&model)?);
         let dir = sextant::kb::resolve_dir(arg.kb.as_deref());
         KnowledgeBase::open(&dir, embedder)
     }
+}
+
+/// A KB named with `--kb` must already exist for a command that reads it: a mistyped
+/// path or name would otherwise become a new, empty KB, and the command would say only
+/// that it is empty. `ingest` creates KBs (`isolated_service` does not check).
+fn existing(arg: &KbArg) -> Result<()> {
+    let Some(kb) = arg.kb.as_deref() else {
+        return Ok(());
+    };
+    let dir = sextant::kb::resolve_dir(Some(kb));
+    if dir.join(sextant::kb::store::DB_FILE).is_file() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "no knowledge base at {} (nothing was created there); check the path or name given \
+         to --kb, or create it with `sextant ingest --kb {kb} FOLDER`",
+        dir.display()
+    )
 }
 
 #[derive(Args, Default)]
