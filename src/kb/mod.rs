@@ -44,22 +44,8 @@ pub struct KbWriter<'a> {
 impl KbWriter<'_> {
     /// `Store::replace_document`: a document's rows in one transaction; the new chunks'
     /// keys, for their vectors.
-    #[allow(clippy::too_many_arguments)]
-    pub fn replace_document(
-        &mut self,
-        root: &str,
-        path: &str,
-        kind: parse::DocKind,
-        title: &str,
-        hash: &str,
-        mtime_ns: i64,
-        size: i64,
-        sections: &[parse::Section],
-        chunks: &[store::NewChunk],
-    ) -> Result<Vec<u64>> {
-        self.store.replace_document(
-            root, path, kind, title, hash, mtime_ns, size, sections, chunks,
-        )
+    pub fn replace_document(&mut self, doc: &store::NewDocument) -> Result<Vec<u64>> {
+        self.store.replace_document(doc)
     }
 
     pub fn add_vectors(&mut self, keys: &[u64], vectors: &[Vec<f32>]) -> Result<()> {

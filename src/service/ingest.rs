@@ -78,7 +78,7 @@ impl Service {
             let mut chunks = vec![0; group.len()];
             let mut works = Vec::new();
             for (slot, &i) in group.iter().enumerate() {
-                if let Some(work) = run.check(&self.kb(), i) {
+                if let Some(work) = run.check(&mut self.kb(), i) {
                     works.push((slot, work));
                 }
             }

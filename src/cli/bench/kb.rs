@@ -161,7 +161,7 @@ pub fn run_kb(
     use sextant::kb::ingest::{ingest, IngestOptions};
     use sextant::kb::parse::{DocKind, Section};
     use sextant::kb::search::{search, SearchMode};
-    use sextant::kb::store::NewChunk;
+    use sextant::kb::store::{NewChunk, NewDocument};
     use sextant::kb::KnowledgeBase;
     use std::sync::Arc;
 
@@ -283,17 +283,17 @@ pub fn run_kb(
                     }
                 })
                 .collect();
-            let keys = writer.replace_document(
-                "/synthetic",
-                &format!("doc{d}.md"),
-                DocKind::Markdown,
-                "synthetic",
-                "0",
-                0,
-                0,
-                &sections,
-                &chunks,
-            )?;
+            let keys = writer.replace_document(&NewDocument {
+                root: "/synthetic",
+                path: &format!("doc{d}.md"),
+                kind: DocKind::Markdown,
+                title: "synthetic",
+                hash: "0",
+                mtime_ns: 0,
+                size: 0,
+                sections: &sections,
+                chunks: &chunks,
+            })?;
             let vectors: Vec<Vec<f32>> = (0..count).map(|_| near_real(&mut rng)).collect();
             for (k, v) in keys.iter().zip(&vectors) {
                 exact.offer(*k, v);

@@ -8,8 +8,8 @@ use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
 use super::{kind_version, Work, PARSER_VERSION};
+use crate::kb::index::DocumentLedger;
 use crate::kb::parse::DocKind;
-use crate::kb::KnowledgeBase;
 
 /// A file to consider, with its path relative to the ingested root.
 pub struct Candidate {
@@ -94,8 +94,8 @@ pub(super) fn root_key(root: &Path) -> Result<String> {
 }
 
 /// Whether a file is new or changed, by content hash (and its bytes when it is).
-pub(super) fn check_file(
-    kb: &KnowledgeBase,
+pub(super) fn check_file<T: DocumentLedger + ?Sized>(
+    ledger: &mut T,
     root: &str,
     c: &Candidate,
     max_file_bytes: u64,
@@ -116,13 +116,13 @@ pub(super) fn check_file(
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map(|d| d.as_nanos() as i64)
         .unwrap_or(0);
-    let existing = kb.store.document(root, &c.rel)?;
+    let existing = ledger.document(root, &c.rel)?;
     let bytes = std::fs::read(&c.abs).context("cannot read")?;
     let hash = content_hash(&c.rel, &bytes);
     if let Some(doc) = existing.as_ref().filter(|_| !force) {
         if doc.hash == hash {
             if doc.mtime_ns != mtime_ns {
-                kb.store.touch(doc.id, mtime_ns)?;
+                ledger.touch(doc.id, mtime_ns)?;
             }
             return Ok(None);
         }

@@ -21,10 +21,12 @@ pub use prepare::{make_chunks, PREPARE_GROUP};
 use files::{candidates, check_file, root_key};
 
 use super::chunk::ChunkParams;
+use super::index::{ChunkWrites, DocumentLedger};
 use super::lock::WriterLock;
 use super::parse::{self, DocKind, ParsedDoc};
-use super::store::NewChunk;
+use super::store::{NewChunk, NewDocument};
 use super::KnowledgeBase;
+use crate::embed::Embedder;
 
 /// Bump when parsing or chunking changes what is stored for the same file.
 pub const PARSER_VERSION: u32 = 4;
@@ -116,22 +118,36 @@ pub fn ingest(
     opts: &IngestOptions,
     on_event: &mut dyn FnMut(IngestEvent),
 ) -> Result<IngestReport> {
-    let mut run = IngestRun::start(kb, roots, opts)?;
-    let tok = kb.embedder.counting_tokenizer();
+    let run = IngestRun::start(kb, roots, opts)?;
+    let embedder = kb.embedder.clone();
+    ingest_into(&mut kb.store, &embedder, run, opts, on_event)
+}
+
+/// A run into any engine behind the write traits (`kb::index`), `ingest`'s own store or
+/// another: each file checked against the engine's ledger, prepared (parsed, chunked and
+/// embedded here), written, and what a folder no longer has removed.
+pub fn ingest_into<T: DocumentLedger + ChunkWrites + ?Sized>(
+    target: &mut T,
+    embedder: &Embedder,
+    mut run: IngestRun,
+    opts: &IngestOptions,
+    on_event: &mut dyn FnMut(IngestEvent),
+) -> Result<IngestReport> {
+    let tok = embedder.counting_tokenizer();
     on_event(IngestEvent::Found(run.files.len()));
     let indices: Vec<usize> = (0..run.files.len()).collect();
     for group in indices.chunks(PREPARE_GROUP) {
         let mut works = Vec::new();
         let mut chunks = vec![0; group.len()];
         for (slot, &i) in group.iter().enumerate() {
-            if let Some(work) = run.check(kb, i) {
+            if let Some(work) = run.check_in(target, i) {
                 works.push((slot, work));
             }
         }
         let (slots, works): (Vec<usize>, Vec<Work>) = works.into_iter().unzip();
-        let prepared = Work::prepare_group(works, &kb.embedder, &tok, opts);
+        let prepared = Work::prepare_group(works, embedder, &tok, opts);
         for (slot, p) in slots.into_iter().zip(prepared) {
-            chunks[slot] = run.commit(kb, p)?;
+            chunks[slot] = run.commit_to(target, p)?;
         }
         for (slot, &i) in group.iter().enumerate() {
             on_event(IngestEvent::File {
@@ -140,7 +156,7 @@ pub fn ingest(
             });
         }
     }
-    run.finish(kb)
+    run.finish_in(target)
 }
 
 /// One ingest, in steps that need the KB only briefly: `check` (is the file new or
@@ -255,9 +271,18 @@ impl IngestRun {
 
     /// File `i`: the work to do when it is new or changed; None when it is unchanged,
     /// removed by the user, or cannot be read (then it is in the report).
-    pub fn check(&mut self, kb: &KnowledgeBase, i: usize) -> Option<Work> {
+    pub fn check(&mut self, kb: &mut KnowledgeBase, i: usize) -> Option<Work> {
+        self.check_in(&mut kb.store, i)
+    }
+
+    /// `check` against any engine's ledger.
+    pub fn check_in<T: DocumentLedger + ?Sized>(
+        &mut self,
+        ledger: &mut T,
+        i: usize,
+    ) -> Option<Work> {
         let RunFile { root, candidate } = &self.files[i];
-        match kb.store.is_excluded(root, &candidate.rel) {
+        match ledger.is_excluded(root, &candidate.rel) {
             Ok(true) if !self.force => {
                 self.report.excluded.push(candidate.rel.clone());
                 return None;
@@ -270,7 +295,7 @@ impl IngestRun {
                 return None;
             }
         }
-        match check_file(kb, root, candidate, self.max_file_bytes, self.force) {
+        match check_file(ledger, root, candidate, self.max_file_bytes, self.force) {
             Ok(Some(work)) => Some(work),
             Ok(None) => {
                 self.report.unchanged += 1;
@@ -287,6 +312,15 @@ impl IngestRun {
 
     /// Writes a prepared file (or records why it was skipped); returns its chunk count.
     pub fn commit(&mut self, kb: &mut KnowledgeBase, prepared: Prepared) -> Result<usize> {
+        self.commit_to(&mut kb.store, prepared)
+    }
+
+    /// `commit` into any engine.
+    pub fn commit_to<T: ChunkWrites + ?Sized>(
+        &mut self,
+        target: &mut T,
+        prepared: Prepared,
+    ) -> Result<usize> {
         let Prepared { work, result } = prepared;
         let (parsed, chunks, vectors) = match result {
             Ok(r) => r,
@@ -305,21 +339,20 @@ impl IngestRun {
         for note in &parsed.notes {
             self.report.notes.push((work.rel.clone(), note.clone()));
         }
-        let keys = kb
-            .store
-            .replace_document(
-                &work.root,
-                &work.rel,
-                parsed.kind,
-                &parsed.title,
-                &hash,
-                work.mtime_ns,
-                work.bytes.len() as i64,
-                &parsed.sections,
-                &chunks,
-            )
+        let keys = target
+            .replace_document(&NewDocument {
+                root: &work.root,
+                path: &work.rel,
+                kind: parsed.kind,
+                title: &parsed.title,
+                hash: &hash,
+                mtime_ns: work.mtime_ns,
+                size: work.bytes.len() as i64,
+                sections: &parsed.sections,
+                chunks: &chunks,
+            })
             .with_context(|| format!("cannot store {}", work.rel))?;
-        kb.store.add_vectors(&keys, &vectors)?;
+        target.add_vectors(&keys, &vectors)?;
         if work.existed {
             self.report.changed.push(work.rel);
         } else {
@@ -329,7 +362,7 @@ impl IngestRun {
         if !chunks.is_empty() {
             self.since_checkpoint += 1;
             if self.since_checkpoint >= self.checkpoint_every {
-                kb.store.checkpoint(false)?;
+                target.checkpoint(false)?;
                 self.since_checkpoint = 0;
             }
         }
@@ -337,7 +370,15 @@ impl IngestRun {
     }
 
     /// Removes what a folder no longer has, writes the index, and returns the summary.
-    pub fn finish(mut self, kb: &mut KnowledgeBase) -> Result<IngestReport> {
+    pub fn finish(self, kb: &mut KnowledgeBase) -> Result<IngestReport> {
+        self.finish_in(&mut kb.store)
+    }
+
+    /// `finish` in any engine.
+    pub fn finish_in<T: DocumentLedger + ChunkWrites + ?Sized>(
+        mut self,
+        target: &mut T,
+    ) -> Result<IngestReport> {
         let seen: std::collections::HashSet<(&str, &str)> = self
             .files
             .iter()
@@ -349,20 +390,20 @@ impl IngestRun {
             if !is_dir {
                 continue;
             }
-            kb.store.record_folder(key)?;
-            for doc in kb.store.documents_under(key)? {
+            target.record_folder(key)?;
+            for doc in target.documents_under(key)? {
                 // Images were not looked for: those read before stay.
                 let image = DocKind::from_path(Path::new(&doc.path)) == Some(DocKind::Image);
                 if image && !self.images {
                     continue;
                 }
                 if !seen.contains(&(key.as_str(), doc.path.as_str())) {
-                    kb.store.remove_document(key, &doc.path)?;
+                    target.remove_document(key, &doc.path)?;
                     self.report.removed.push(doc.path);
                 }
             }
         }
-        kb.store.checkpoint(true)?;
+        target.checkpoint(true)?;
         self.report.seconds = self.start.elapsed().as_secs_f64();
         Ok(self.report)
     }

@@ -103,6 +103,22 @@ pub struct NewChunk {
     pub text: String,
 }
 
+/// A document ready to be stored: its ledger row, sections and chunks (`NewChunk::section`
+/// indexes `sections`).
+#[derive(Debug, Clone, Copy)]
+pub struct NewDocument<'a> {
+    pub root: &'a str,
+    pub path: &'a str,
+    pub kind: DocKind,
+    pub title: &'a str,
+    /// `ingest::content_hash` of its bytes: an unchanged file is not read again.
+    pub hash: &'a str,
+    pub mtime_ns: i64,
+    pub size: i64,
+    pub sections: &'a [Section],
+    pub chunks: &'a [NewChunk],
+}
+
 #[derive(Debug, Clone)]
 pub struct DocRecord {
     pub id: i64,
@@ -301,19 +317,18 @@ impl Store {
 
     /// Replaces a document (its sections, chunks and their FTS rows) in one transaction.
     /// Returns the new chunks' keys, in the order given. The caller adds their vectors.
-    #[allow(clippy::too_many_arguments)]
-    pub(in crate::kb) fn replace_document(
-        &mut self,
-        root: &str,
-        path: &str,
-        kind: DocKind,
-        title: &str,
-        hash: &str,
-        mtime_ns: i64,
-        size: i64,
-        sections: &[Section],
-        chunks: &[NewChunk],
-    ) -> Result<Vec<u64>> {
+    pub(in crate::kb) fn replace_document(&mut self, doc: &NewDocument) -> Result<Vec<u64>> {
+        let NewDocument {
+            root,
+            path,
+            kind,
+            title,
+            hash,
+            mtime_ns,
+            size,
+            sections,
+            chunks,
+        } = *doc;
         let old_keys = self.keys_of_document(root, path)?;
         let tx = self.conn.transaction()?;
         tx.execute(
