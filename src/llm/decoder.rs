@@ -121,6 +121,41 @@ impl Decoder {
             .prefill_f32
             .unwrap_or(cfg.linear_params() * 4 <= PREFILL_F32_BUDGET);
         let bias = cfg.variant.qkv_bias;
+        let out_norm = src.get("output_norm.weight")?;
+        // The output layer first, while nothing else is held: its table as read and its
+        // tiles are both in memory for a moment (62 MB for SmolLM2's tied table of 49k
+        // tokens), which on top of the layers would set the load's peak.
+        let mut out_report = WeightReport::default();
+        // Tied embeddings (SmolLM2, Qwen2.5 0.5B in some files) have no output.weight. The
+        // output layer runs once per step on one row: never an f32 copy.
+        let output_name = if src.has("output.weight") {
+            "output"
+        } else {
+            "token_embd"
+        };
+        let output = Linear::load(
+            src,
+            &[output_name.to_string()],
+            false,
+            opts,
+            false,
+            device,
+            &mut out_report,
+        )?;
+        // A tied output layer held exactly (Q8_0 tiles of a Q8_0 table) is the embedding
+        // table too: no second copy (145 MB for Qwen2.5 0.5B's 152k tokens).
+        let embd_dtype = src.dtype("token_embd.weight")?;
+        let tok_embd = if output_name == "token_embd"
+            && output
+                .rows_exactly(&[0], embd_dtype)
+                .is_some_and(|r| r.is_ok())
+        {
+            TokenEmbedding::Output(embd_dtype)
+        } else {
+            TokenEmbedding::Table(Table::new(&src.quantized("token_embd.weight")?, device)?)
+        };
+
+        super::runtime::release_freed_memory();
         // Layers load in parallel: dequantising, fusing and re-quantising the weights (and
         // first-touching their memory) dominates load time.
         let loaded = (0..cfg.n_layer)
@@ -164,39 +199,10 @@ impl Decoder {
                 Ok((layer, r))
             })
             .collect::<Result<Vec<_>>>()?;
-        let (layers, reports): (Vec<Layer>, Vec<WeightReport>) = loaded.into_iter().unzip();
+        let (layers, mut reports): (Vec<Layer>, Vec<WeightReport>) = loaded.into_iter().unzip();
+        reports.push(out_report);
         let mut report = WeightReport::merged(reports);
         report.prefill_f32 = layers.iter().any(|l| l.wqkv.has_prefill_copy());
-        let out_norm = src.get("output_norm.weight")?;
-        // Tied embeddings (SmolLM2, Qwen2.5 0.5B in some files) have no output.weight. The
-        // output layer runs once per step on one row: never an f32 copy.
-        let output_name = if src.has("output.weight") {
-            "output"
-        } else {
-            "token_embd"
-        };
-        let output = Linear::load(
-            src,
-            &[output_name.to_string()],
-            false,
-            opts,
-            false,
-            device,
-            &mut report,
-        )?;
-        // A tied output layer held exactly (Q8_0 tiles of a Q8_0 table) is the embedding
-        // table too: no second copy (145 MB for Qwen2.5 0.5B's 152k tokens).
-        let embd_dtype = src.dtype("token_embd.weight")?;
-        let tok_embd = if output_name == "token_embd"
-            && output
-                .rows_exactly(&[0], embd_dtype)
-                .is_some_and(|r| r.is_ok())
-        {
-            TokenEmbedding::Output(embd_dtype)
-        } else {
-            TokenEmbedding::Table(Table::new(&src.quantized("token_embd.weight")?, device)?)
-        };
-
         let rope = RopeTables::new(&cfg.rope_of(false), cfg.n_ctx, device)?;
         let rope_local = match &cfg.sliding_window {
             Some(_) => Some(RopeTables::new(&cfg.rope_of(true), cfg.n_ctx, device)?),

@@ -90,20 +90,15 @@ impl Llm {
     pub fn load_path(path: &Path, name: &str, opts: &LoadOptions) -> Result<Self> {
         let start = Instant::now();
         let device = select_device()?;
-        let file = crate::models::gguf::GgufFile::open(path)?;
+        let mut file = crate::models::gguf::GgufFile::open(path)?;
         let architecture = file.architecture()?;
-        let model: Box<dyn CausalLm> = match architecture.as_str() {
-            "llama" => Box::new(llama::load(&file, opts, &device)?),
-            "qwen2" => Box::new(qwen2::load(&file, opts, &device)?),
-            "qwen3" => Box::new(qwen3::load(&file, opts, &device)?),
-            "phi3" => Box::new(phi3::load(&file, opts, &device)?),
-            "gemma3" => Box::new(gemma3::load(&file, opts, &device)?),
-            other => bail!(
-                "{}: architecture '{other}' is not supported yet (supported: {})",
+        if !SUPPORTED_ARCHITECTURES.contains(&architecture.as_str()) {
+            bail!(
+                "{}: architecture '{architecture}' is not supported yet (supported: {})",
                 path.display(),
                 SUPPORTED_ARCHITECTURES.join(", ")
-            ),
-        };
+            );
+        }
         let tokenizer = tokenizer::from_gguf(&file)?;
         let token_str = |key: &str| -> Option<String> {
             let id = file.u32(key).ok()?;
@@ -144,12 +139,40 @@ impl Llm {
         if eos.is_empty() {
             bail!("{}: no end-of-sequence token found", path.display());
         }
-        let llm = Self::from_parts(name, &architecture, model, tokenizer, template, eos, device)?;
+        // Everything but the weights first, and its transients freed before they load:
+        // the vocabulary's strings in the metadata and the grammar engine's token trie
+        // as it is built and sliced (some 20 MB for SmolLM2) would otherwise sit on top
+        // of the weights at the load's peak.
+        file.release_tokenizer_metadata()?;
+        let n_vocab = file.u32(&format!("{architecture}.vocab_size"))? as usize;
+        let model: Box<dyn CausalLm> = match architecture.as_str() {
+            "llama" => Box::new(llama::load(&file, opts, &device)?),
+            "qwen2" => Box::new(qwen2::load(&file, opts, &device)?),
+            "qwen3" => Box::new(qwen3::load(&file, opts, &device)?),
+            "phi3" => Box::new(phi3::load(&file, opts, &device)?),
+            "gemma3" => Box::new(gemma3::load(&file, opts, &device)?),
+            other => unreachable!("'{other}' is in SUPPORTED_ARCHITECTURES without a loader"),
+        };
+        anyhow::ensure!(
+            model.n_vocab() == n_vocab,
+            "{}: the model has {} output tokens, its tokenizer {n_vocab}",
+            path.display(),
+            model.n_vocab()
+        );
         drop(file);
+        let tokenizer = Arc::new(tokenizer);
+        let grammar = GrammarEngine::new(&tokenizer, &eos, n_vocab)?;
         super::runtime::release_freed_memory();
         Ok(Llm {
+            name: name.to_string(),
+            architecture,
+            model,
+            tokenizer,
+            template,
+            eos,
+            grammar,
             load_ms: start.elapsed().as_secs_f64() * 1e3,
-            ..llm
+            device,
         })
     }
 

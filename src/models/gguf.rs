@@ -135,6 +135,27 @@ impl GgufFile {
         })
     }
 
+    /// Drops the tokenizer's vocabulary, merges, scores and types from the metadata once
+    /// the tokenizer is built from them: some 100,000 small strings (6 MB for SmolLM2)
+    /// that would otherwise still be held while the weights load. The vocabulary's size
+    /// is kept as `<arch>.vocab_size`, which `DecoderConfig` reads in its place.
+    pub fn release_tokenizer_metadata(&mut self) -> Result<()> {
+        let arch = self.architecture()?;
+        let metadata = &mut self.content.metadata;
+        if let Some(tokens) = metadata.remove("tokenizer.ggml.tokens") {
+            let n = tokens.to_vec()?.len() as u32;
+            metadata.insert(format!("{arch}.vocab_size"), Value::U32(n));
+        }
+        for key in [
+            "tokenizer.ggml.merges",
+            "tokenizer.ggml.scores",
+            "tokenizer.ggml.token_type",
+        ] {
+            metadata.remove(key);
+        }
+        Ok(())
+    }
+
     pub fn architecture(&self) -> Result<String> {
         Ok(self.string("general.architecture")?.to_string())
     }
