@@ -241,6 +241,7 @@ pub fn read(
     };
     let model_answer = v["answer"].as_str().unwrap_or_default().trim().to_string();
     let model_answer = support::without_cut_sentence(model_answer, MAX_ANSWER_CHARS, report);
+    let model_answer = verdict_once(model_answer);
     let context = quoted_context(ev, &quoted);
     let fallback = || {
         let best: Vec<&str> = ev
@@ -437,9 +438,47 @@ fn supporting_quote(file: &str, section: &str, text: &str) -> String {
     format!("{file} § {section}:\n\n{}", quoted.join("\n"))
 }
 
+/// "Yes: Yes, the file can…": the model opens as its worked example does ("Yes: …") and
+/// then as it would on its own; the verdict is said once.
+fn verdict_once(answer: String) -> String {
+    for verdict in ["Yes", "No"] {
+        let Some(rest) = answer
+            .strip_prefix(verdict)
+            .and_then(|r| r.strip_prefix(": "))
+        else {
+            continue;
+        };
+        let again = rest.strip_prefix(verdict).and_then(|r| {
+            [", ", ": ", ". ", "; "]
+                .iter()
+                .find_map(|sep| r.strip_prefix(sep))
+        });
+        if let Some(claim) = again {
+            return format!("{verdict}: {claim}");
+        }
+    }
+    answer
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_verdict_is_said_once() {
+        assert_eq!(
+            verdict_once("Yes: Yes, the file can be placed under /etc.".into()),
+            "Yes: the file can be placed under /etc."
+        );
+        assert_eq!(verdict_once("No: No. It cannot.".into()), "No: It cannot.");
+        for kept in [
+            "Yes: set retention.days above 30.",
+            "Yes, Yesod is not a Git command.",
+            "No: Yes is not an option.",
+        ] {
+            assert_eq!(verdict_once(kept.into()), kept);
+        }
+    }
     use crate::kb::search::Hit;
     use crate::protocols::evidence::Domain;
 
