@@ -7,8 +7,9 @@
 //! - **keyword share**: the share of a question's keywords found in the answer
 //!   (case-insensitive, in the text as rendered: no Markdown markup), averaged over
 //!   answerable questions; a refusal scores 0;
-//! - **grounded share**: of all sentences of given answers, those whose content words
-//!   occur in the retrieved sections for at least `GROUNDED_MIN_WORDS`;
+//! - **grounded share**: of all sentences of given answers (`claims_of`: the gap note and
+//!   the closest-passages introduction aside), those whose content words occur in the
+//!   retrieved sections for at least `GROUNDED_MIN_WORDS`;
 //! - **not-documented honesty**: not-documented questions answered with no sources and
 //!   `outOfDomain: false` (RAG: the not-found answer);
 //! - **gap stated**: not-documented questions refused, or answered with the note naming
@@ -26,7 +27,7 @@ use super::{EvalQuestion, QuestionKind};
 use crate::kb::KnowledgeBase;
 use crate::protocols::checks::invented_tokens;
 use crate::protocols::evidence::{content_words, overlap_share, split_sentences};
-use crate::protocols::{gap, rag, Answer, AnswerFormat};
+use crate::protocols::{gap, rag, support, Answer, AnswerFormat};
 use crate::stats::{mean, percentile, share_mean_interval, wilson_interval};
 
 /// Share of a sentence's content words that must occur in the retrieved sections for the
@@ -119,6 +120,19 @@ pub struct Scored {
     pub asked_as: Option<String>,
 }
 
+/// The part of an answer's text that speaks for the documentation: without the note
+/// that names words the documents lack (on purpose: it is not held to them) and without
+/// the line that introduces the passages' own sentences when nothing the model wrote was
+/// supported (`support::CLOSEST_INTRO`, which says so of the passages, not of the
+/// subject). Both are the product's framing, fixed texts; the sentences after them are
+/// scored.
+pub fn claims_of(text: &str) -> &str {
+    let claims = gap::split_note(text).1.trim_start();
+    claims
+        .strip_prefix(support::CLOSEST_INTRO)
+        .unwrap_or(claims)
+}
+
 /// Scores one answer (given in `latency_ms`, its first words in `first_words_ms`)
 /// against its labelled question.
 pub fn score(
@@ -135,8 +149,7 @@ pub fn score(
     }
     .unwrap_or_default()
     .to_string();
-    // The note names words the documents lack on purpose: it is not held to them.
-    let claims = gap::split_note(&text).1;
+    let claims = claims_of(&text);
     let hits = &answer.report.hits;
     let expected = q.file.as_deref().unwrap_or_default();
     let cited_files: Vec<String> = match answer.format {
@@ -409,6 +422,20 @@ pub(super) mod tests {
             unmentioned: Vec::new(),
             asked_as: None,
         }
+    }
+
+    #[test]
+    fn the_products_framing_is_not_scored_as_a_claim() {
+        let closest = format!(
+            "{} “x”, so it may not answer that part of the question.\n\n{}\n\nRun `a`.",
+            gap::NOTE_START,
+            support::CLOSEST_INTRO
+        );
+        assert_eq!(claims_of(&closest).trim(), "Run `a`.");
+        assert_eq!(claims_of("Run `a`. Then `b`."), "Run `a`. Then `b`.");
+        // Only as the opening: the same words inside an answer are the answer's.
+        let inside = format!("Run `a`. {}", support::CLOSEST_INTRO);
+        assert_eq!(claims_of(&inside), inside);
     }
 
     #[test]
