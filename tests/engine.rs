@@ -5,33 +5,19 @@
 //! `ChunkWrites`. Real MiniLM, the sample KB.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::path::Path;
 
 use serde_json::Value;
-use sextant::embed::{cosine, Embedder};
+use sextant::embed::cosine;
 use sextant::kb::index::{ChunkIndex, ChunkWrites, DocumentLedger};
 use sextant::kb::ingest::{ingest, ingest_into, IngestOptions, IngestReport, IngestRun};
 use sextant::kb::lock::WriterLock;
 use sextant::kb::search::{search_index, Hit, SearchMode};
 use sextant::kb::store::{ChunkRecord, DocRecord, NewDocument};
 use sextant::kb::KnowledgeBase;
-use sextant::models::{ModelStore, Role};
 
-fn embedder() -> Arc<Embedder> {
-    static E: OnceLock<Arc<Embedder>> = OnceLock::new();
-    E.get_or_init(|| {
-        let m = ModelStore::open(None)
-            .resolve(Role::Embedding, None)
-            .unwrap_or_else(|e| panic!("{e}"));
-        Arc::new(Embedder::load(&m).unwrap())
-    })
-    .clone()
-}
-
-fn sample_kb() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kb")
-}
+mod common;
+use common::{embedder, sample_kb};
 
 fn questions() -> Vec<Value> {
     serde_json::from_str(&std::fs::read_to_string("tests/fixtures/kb_questions.json").unwrap())

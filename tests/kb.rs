@@ -2,7 +2,7 @@
 //! One embedder is loaded once and shared by every test in this file.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use serde_json::Value;
 use sextant::embed::{cosine, Embedder, Precision};
@@ -11,24 +11,12 @@ use sextant::kb::search::{search, SearchMode};
 use sextant::kb::KnowledgeBase;
 use sextant::models::{ModelStore, Role};
 
+mod common;
+use common::{embedder, sample_kb};
+
 /// A JSON array of numbers, as f64.
 fn numbers(v: &serde_json::Value) -> impl Iterator<Item = f64> + '_ {
     v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap())
-}
-
-fn embedder() -> Arc<Embedder> {
-    static E: OnceLock<Arc<Embedder>> = OnceLock::new();
-    E.get_or_init(|| {
-        let m = ModelStore::open(None)
-            .resolve(Role::Embedding, None)
-            .unwrap_or_else(|e| panic!("{e}"));
-        Arc::new(Embedder::load(&m).unwrap())
-    })
-    .clone()
-}
-
-fn sample_kb() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kb")
 }
 
 fn ingest_into(dir: &Path, roots: &[PathBuf]) -> (KnowledgeBase, IngestReport) {
