@@ -16,10 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
-use serde::Serialize;
 use usearch::Index;
-
-use super::parse::{DocKind, Section};
 
 pub const DB_FILE: &str = "kb.sqlite";
 pub const INDEX_FILE: &str = "vectors.usearch";
@@ -91,97 +88,6 @@ CREATE TABLE IF NOT EXISTS excluded (
 );
 ";
 
-/// A chunk ready to be stored.
-#[derive(Debug, Clone)]
-pub struct NewChunk {
-    /// Index into the document's sections.
-    pub section: usize,
-    pub chunk_id: String,
-    pub page: Option<u32>,
-    pub start: usize,
-    pub end: usize,
-    pub text: String,
-}
-
-/// A document ready to be stored: its ledger row, sections and chunks (`NewChunk::section`
-/// indexes `sections`).
-#[derive(Debug, Clone, Copy)]
-pub struct NewDocument<'a> {
-    pub root: &'a str,
-    pub path: &'a str,
-    pub kind: DocKind,
-    pub title: &'a str,
-    /// `ingest::content_hash` of its bytes: an unchanged file is not read again.
-    pub hash: &'a str,
-    pub mtime_ns: i64,
-    pub size: i64,
-    pub sections: &'a [Section],
-    pub chunks: &'a [NewChunk],
-}
-
-#[derive(Debug, Clone)]
-pub struct DocRecord {
-    pub id: i64,
-    pub root: String,
-    pub path: String,
-    pub hash: String,
-    pub mtime_ns: i64,
-    pub size: i64,
-}
-
-/// A document as listed to a user.
-#[derive(Debug, Clone, Serialize)]
-pub struct DocSummary {
-    pub path: String,
-    #[serde(rename = "format")]
-    pub kind: String,
-    pub title: String,
-    pub chunks: usize,
-}
-
-/// One section of a document, as stored.
-#[derive(Debug, Clone, Serialize)]
-pub struct SectionRow {
-    pub level: u32,
-    pub heading: String,
-    pub anchor: String,
-    pub page: Option<u32>,
-    pub text: String,
-}
-
-/// A stored chunk with what a search hit shows of it.
-#[derive(Debug, Clone)]
-pub struct ChunkRecord {
-    pub key: u64,
-    pub chunk_id: String,
-    pub file: String,
-    pub kind: String,
-    pub heading: String,
-    pub section_path: Vec<String>,
-    pub anchor: String,
-    pub page: Option<u32>,
-    pub text: String,
-}
-
-/// How much a store holds.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct Counts {
-    pub documents: usize,
-    pub sections: usize,
-    pub chunks: usize,
-}
-
-/// A chunk as listed for inspection (tests, benchmarks).
-#[derive(Debug, Clone)]
-pub struct ChunkListing {
-    pub file: String,
-    pub kind: String,
-    pub chunk_id: String,
-    pub page: Option<u32>,
-    pub heading: String,
-    pub text: String,
-}
-
 /// What `check` found (and repaired, for orphan vectors).
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Consistency {
@@ -218,11 +124,15 @@ pub fn embed_text(section_path: &[String], text: &str) -> String {
 
 mod keywords;
 mod queries;
+mod records;
 mod vectors;
 
 use vectors::index_options;
 
 pub use queries::{peek, query_words, HeadingRow, Peek};
+pub use records::{
+    ChunkListing, ChunkRecord, Counts, DocRecord, DocSummary, NewChunk, NewDocument, SectionRow,
+};
 
 impl Store {
     /// Opens (creating if needed) the store in `dir` for vectors of `dim` dimensions.
