@@ -6,7 +6,9 @@
 //! - it does not turn around the sentence of the text it rests on: where that sentence
 //!   is negated ("… is not a good choice") the answer's may not be affirmative, and the
 //!   other way round. The reader model's own yes/no judgements are near chance, so
-//!   polarity is read by rule.
+//!   polarity is read by rule;
+//! - it does not join one passage's words with another's into a claim neither makes
+//!   (`joined.rs`).
 //!
 //! Sentences of the documentation itself (extractive answers, quotes) pass by
 //! construction; the check is for text a model wrote.
@@ -22,6 +24,9 @@ use super::evidence::{content_words, line_sentences, split_sentences};
 use super::grounded::{extractive_answer, join_sentences};
 use super::Report;
 use crate::kb::parse::excerpt;
+
+mod joined;
+use joined::joins_passages;
 
 /// Share of a sentence's content words (stemmed; `GENERAL` words aside) the read text
 /// must hold. Chosen on git-doc's tuning half: 0.8 removed correct answers that join the
@@ -397,6 +402,9 @@ fn unsupported(
             share * 100.0,
             named.join(", ")
         ));
+    }
+    if let Some(why) = joins_passages(&words, read) {
+        return Some(why);
     }
     let stems: HashSet<String> = words.iter().map(|w| stem(w)).collect();
     let (best, overlap) = read_sentences
