@@ -389,7 +389,8 @@ pub fn apply_rules(
         }
         fallback()
     } else {
-        let (answer, supported) = support::hold_to_read(model_answer, read, fallback, report);
+        let (answer, supported) =
+            support::hold_to_read(model_answer, (read, question), fallback, report);
         if !supported && verdict == Verdict::Answers {
             verdict = Verdict::Partly;
         }

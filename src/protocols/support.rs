@@ -159,11 +159,11 @@ pub const CLOSEST_INTRO: &str =
 /// sentences was kept.
 pub fn hold_to_read(
     answer: String,
-    read: &str,
+    (read, question): (&str, &str),
     closest: impl FnOnce() -> String,
     report: &mut Report,
 ) -> (String, bool) {
-    let checked = check_answer(&answer, read);
+    let checked = check_answer_for(&answer, read, question);
     for r in &checked.removed {
         report.notes.push(format!(
             "removed from the answer: {:?}: {}",
@@ -195,20 +195,26 @@ pub fn hold_to_shown(answer: String, ev: &Evidence, report: &mut Report) -> Stri
             .collect();
         join_sentences(&best)
     };
-    hold_to_read(answer, &read, closest, report).0
+    hold_to_read(answer, (&read, &ev.question), closest, report).0
 }
 
 /// Checks each sentence of `answer` against `read` (what the model was shown).
 pub fn check_answer(answer: &str, read: &str) -> Checked {
+    check_answer_for(answer, read, "")
+}
+
+/// `check_answer` for an answer to `question`, whose words the answer may repeat.
+pub fn check_answer_for(answer: &str, read: &str, question: &str) -> Checked {
     let read_sentences = split_sentences(read);
     let read_stems = stems_of(read);
     let mut checked = Checked::default();
     let mut after_removed = false;
     for sentence in answer_sentences(answer) {
-        let why = unsupported(&sentence, read, &read_stems, &read_sentences).or_else(|| {
-            (after_removed && refers_back(&sentence))
-                .then(|| "it refers back to the sentence removed before it".to_string())
-        });
+        let why =
+            unsupported(&sentence, read, &read_stems, &read_sentences, question).or_else(|| {
+                (after_removed && refers_back(&sentence))
+                    .then(|| "it refers back to the sentence removed before it".to_string())
+            });
         after_removed = why.is_some();
         match why {
             Some(why) => checked.removed.push(Removed { sentence, why }),
@@ -367,6 +373,7 @@ fn unsupported(
     read: &str,
     read_stems: &HashSet<String>,
     read_sentences: &[String],
+    question: &str,
 ) -> Option<String> {
     let mut missing = invented_tokens(sentence, read);
     let lowered = read.to_lowercase();
@@ -403,7 +410,7 @@ fn unsupported(
             named.join(", ")
         ));
     }
-    if let Some(why) = joins_passages(&words, read) {
+    if let Some(why) = joins_passages(&words, read, question) {
         return Some(why);
     }
     let stems: HashSet<String> = words.iter().map(|w| stem(w)).collect();

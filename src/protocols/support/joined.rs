@@ -13,18 +13,29 @@ const JOINED_SHARE: f64 = 0.8;
 /// Words a sentence may take from passages other than the one it rests on.
 const BORROWED_MAX: usize = 1;
 
+/// Auxiliaries, which any sentence may use without a passage saying them (the stopword
+/// list keeps "was" and "has", not these).
+const AUXILIARIES: &[&str] = &[
+    "were", "being", "had", "did", "would", "could", "might", "must", "shall",
+];
+
 /// Why a sentence joins one passage's words with another's into a claim neither makes
 /// ("copy the current password to `lighthouse_app_b`": the database rotation's role and
 /// the JWT rotation's "copy the current key"), or None. `words` are the sentence's
-/// content words, `read` the text the model was shown.
-pub(super) fn joins_passages(words: &[String], read: &str) -> Option<String> {
+/// content words, `read` the text the model was shown; the question's own words may be
+/// said again whatever passage holds them ("the branch I was on" in a bisect answer).
+pub(super) fn joins_passages(words: &[String], read: &str, question: &str) -> Option<String> {
     let passages = passages_of(read);
     if passages.len() < 2 {
         return None;
     }
+    let asked = stems_of(question);
     let mut stems: Vec<(String, &str)> = Vec::new();
-    for w in words {
+    for w in words.iter().filter(|w| !AUXILIARIES.contains(&w.as_str())) {
         let s = stem(w);
+        if asked.contains(&s) {
+            continue;
+        }
         if !stems.iter().any(|(t, _)| *t == s) {
             stems.push((s, w));
         }
@@ -91,7 +102,7 @@ fn passages_of(read: &str) -> Vec<(String, HashSet<String>)> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::check_answer;
+    use super::super::{check_answer, check_answer_for};
 
     /// The sample KB's two rotations, as the reader is shown them.
     const READ: &str = "[1] security/secrets.md § Rotating the database password\n\
@@ -126,6 +137,22 @@ mod tests {
             "Create the new password on the standby role `lighthouse_app_b` in PostgreSQL \
              and write a `db_url` that uses it.",
             one,
+        );
+        assert!(c.removed.is_empty(), "{c:?}");
+        // The question's words are the answer's to repeat: "branch" is only in the
+        // other passage, "were" is an auxiliary.
+        let read = "[1] git-bisect.html § Bisect reset\n\
+            After a bisect session, to clean up the bisection state and return to the \
+            original HEAD, issue `git bisect reset`.\n\n\
+            [2] git-bisect-lk2009.html § Driving a bisection manually\n\
+            We can use `git bisect reset` to go back to the branch we were in before we \
+            started bisecting.";
+        let answer = "To get back to the branch you were on before bisecting, issue \
+            `git bisect reset`.";
+        let c = check_answer_for(
+            answer,
+            read,
+            "finished bisecting, how do I get back to the branch I was on before I started",
         );
         assert!(c.removed.is_empty(), "{c:?}");
     }
