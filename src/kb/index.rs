@@ -1,7 +1,7 @@
 //! What hybrid search reads and what an ingest writes, as traits with one implementation
 //! per engine. `Store` (SQLite rows, a usearch vector index, a tantivy keyword index) is
 //! the one Sextant ships. docs/DISTRIBUTED.md maps each method onto a distributed search
-//! engine for a collection that outgrows one machine; `tests/kb.rs` ingests into and
+//! engine for a collection that outgrows one machine; `tests/engine.rs` ingests into and
 //! searches through a second implementation. Fusion, scores and everything above stay in
 //! `search.rs`, and parsing, chunking and embedding in `ingest`, so an engine only
 //! answers these questions and keeps these writes.
