@@ -20,13 +20,15 @@ use serde::Serialize;
 
 use super::checks::invented_tokens;
 use super::evidence::Evidence;
-use super::evidence::{content_words, line_sentences, split_sentences};
+use super::evidence::{content_words, line_sentences};
 use super::grounded::{extractive_answer, join_sentences};
 use super::Report;
 use crate::kb::parse::excerpt;
 
 mod joined;
+mod read_text;
 use joined::joins_passages;
+use read_text::ReadText;
 
 /// Share of a sentence's content words (stemmed; `GENERAL` words aside) the read text
 /// must hold. Chosen on git-doc's tuning half: 0.8 removed correct answers that join the
@@ -205,16 +207,14 @@ pub fn check_answer(answer: &str, read: &str) -> Checked {
 
 /// `check_answer` for an answer to `question`, whose words the answer may repeat.
 pub fn check_answer_for(answer: &str, read: &str, question: &str) -> Checked {
-    let read_sentences = split_sentences(read);
-    let read_stems = stems_of(read);
+    let read = ReadText::new(read, question);
     let mut checked = Checked::default();
     let mut after_removed = false;
     for sentence in answer_sentences(answer) {
-        let why =
-            unsupported(&sentence, read, &read_stems, &read_sentences, question).or_else(|| {
-                (after_removed && refers_back(&sentence))
-                    .then(|| "it refers back to the sentence removed before it".to_string())
-            });
+        let why = unsupported(&sentence, &read).or_else(|| {
+            (after_removed && refers_back(&sentence))
+                .then(|| "it refers back to the sentence removed before it".to_string())
+        });
         after_removed = why.is_some();
         match why {
             Some(why) => checked.removed.push(Removed { sentence, why }),
@@ -368,17 +368,10 @@ pub fn stems_of(text: &str) -> HashSet<String> {
 }
 
 /// Why `sentence` is not supported by the read text, or None when it is.
-fn unsupported(
-    sentence: &str,
-    read: &str,
-    read_stems: &HashSet<String>,
-    read_sentences: &[String],
-    question: &str,
-) -> Option<String> {
-    let mut missing = invented_tokens(sentence, read);
-    let lowered = read.to_lowercase();
+fn unsupported(sentence: &str, read: &ReadText) -> Option<String> {
+    let mut missing = invented_tokens(sentence, read.text);
     for ratio in ratios(sentence) {
-        if !lowered.contains(&ratio) && !missing.contains(&ratio) {
+        if !read.lowered.contains(&ratio) && !missing.contains(&ratio) {
             missing.push(ratio);
         }
     }
@@ -394,7 +387,7 @@ fn unsupported(
     }
     let absent: Vec<&String> = words
         .iter()
-        .filter(|w| !read_stems.contains(&stem(w)))
+        .filter(|w| !read.stems.contains(&stem(w)))
         .collect();
     let share = 1.0 - absent.len() as f64 / words.len() as f64;
     if share < MIN_WORD_SHARE {
@@ -410,11 +403,12 @@ fn unsupported(
             named.join(", ")
         ));
     }
-    if let Some(why) = joins_passages(&words, read, question) {
+    if let Some(why) = joins_passages(&words, &read.passages, &read.asked) {
         return Some(why);
     }
     let stems: HashSet<String> = words.iter().map(|w| stem(w)).collect();
-    let (best, overlap) = read_sentences
+    let (best, overlap) = read
+        .sentences
         .iter()
         .map(|r| {
             let theirs: HashSet<String> = content_words(r).iter().map(|w| stem(w)).collect();

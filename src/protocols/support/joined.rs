@@ -22,14 +22,17 @@ const AUXILIARIES: &[&str] = &[
 /// Why a sentence joins one passage's words with another's into a claim neither makes
 /// ("copy the current password to `lighthouse_app_b`": the database rotation's role and
 /// the JWT rotation's "copy the current key"), or None. `words` are the sentence's
-/// content words, `read` the text the model was shown; the question's own words may be
-/// said again whatever passage holds them ("the branch I was on" in a bisect answer).
-pub(super) fn joins_passages(words: &[String], read: &str, question: &str) -> Option<String> {
-    let passages = passages_of(read);
+/// content words, `passages` what the model read (`passages_of`); the question's own
+/// words (`asked`, stems) may be said again whatever passage holds them ("the branch I
+/// was on" in a bisect answer).
+pub(super) fn joins_passages(
+    words: &[String],
+    passages: &[(String, HashSet<String>)],
+    asked: &HashSet<String>,
+) -> Option<String> {
     if passages.len() < 2 {
         return None;
     }
-    let asked = stems_of(question);
     let mut stems: Vec<(String, &str)> = Vec::new();
     for w in words.iter().filter(|w| !AUXILIARIES.contains(&w.as_str())) {
         let s = stem(w);
@@ -61,7 +64,7 @@ pub(super) fn joins_passages(words: &[String], read: &str, question: &str) -> Op
 /// The read text's passages: each `[n] file § section` (the reader's listing) or
 /// `[n] (file § section) sentence` (the evidence listing) with what follows it, those
 /// of one section together; the stems of each, its heading included.
-fn passages_of(read: &str) -> Vec<(String, HashSet<String>)> {
+pub(super) fn passages_of(read: &str) -> Vec<(String, HashSet<String>)> {
     let mut passages: Vec<(String, String)> = Vec::new();
     let mut current = None;
     for line in read.lines() {
