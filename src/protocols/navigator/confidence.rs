@@ -7,6 +7,12 @@ use crate::protocols::reader::Verdict;
 pub const HIGH_MIN: f64 = 0.78;
 pub const CONFIRMING_MIN: f64 = 0.75;
 pub const MEDIUM_MIN: f64 = 0.72;
+/// Share of the question's weight the passages read must hold
+/// (`Evidence::held_by_passages`) for the reader's "they answer it" to be `high`: below
+/// it the passages may answer a neighbouring question. On the tuning halves (`sextant
+/// eval --kb K eval/SET.jsonl --split tune --modes reader`) `high` was right for 20 of 31
+/// answers before, 16 of 18 with 0.5 (0.4: 17 of 23; 0.6: 14 of 16).
+pub const HIGH_MIN_HELD: f64 = 0.5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
@@ -57,17 +63,36 @@ pub(super) fn score_confidence(scores: &[f64], files: usize, n_sources: usize) -
 /// Confidence from the reader's verdict (the seed's levels): the quoted passages state
 /// the answer in one file (high: one authoritative source), in several files (medium:
 /// synthesis), or answer only part of the question (low: partial).
+/// `held` is the share of the question's weight the passages read hold and the words
+/// they lack (`Evidence::held_by_passages`): a verdict of one file's passages answering
+/// is `high` only when they hold `HIGH_MIN_HELD` of it.
 pub(super) fn reader_confidence(
     verdict: Verdict,
     sources: &[Source],
     files: usize,
+    held: (f64, &[&str]),
 ) -> (Level, String) {
     let named = sources
         .iter()
         .map(|s| format!("{} § {}", s.file, s.section))
         .collect::<Vec<_>>()
         .join("; ");
+    let (share, lacking) = held;
     match verdict {
+        Verdict::Answers if files <= 1 && share < HIGH_MIN_HELD => (
+            Level::Medium,
+            format!(
+                "the quoted passages of {named} state an answer, but they hold only {:.0} % of \
+                 the question's key words (not {}), so they may answer a neighbouring question",
+                share * 100.0,
+                lacking
+                    .iter()
+                    .take(3)
+                    .map(|w| format!("“{w}”"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
         Verdict::Answers if files <= 1 => (
             Level::High,
             format!("the quoted passages of {named} state the answer directly, one authoritative source"),
@@ -101,5 +126,36 @@ pub fn confidence_level(scores: &[f64], files: usize) -> Level {
         Level::Medium
     } else {
         Level::Low
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source() -> Vec<Source> {
+        vec![Source {
+            file: "deploy.md".into(),
+            section: "Rollback".into(),
+            relevance: String::new(),
+        }]
+    }
+
+    #[test]
+    fn one_files_answer_is_high_only_when_its_passages_hold_the_questions_words() {
+        let (level, _) = reader_confidence(Verdict::Answers, &source(), 1, (0.8, &["canary"]));
+        assert_eq!(level, Level::High);
+        let (level, why) = reader_confidence(
+            Verdict::Answers,
+            &source(),
+            1,
+            (0.3, &["retention", "flag", "default", "days"]),
+        );
+        assert_eq!(level, Level::Medium);
+        assert!(why.contains("30 %"), "{why}");
+        assert!(why.contains("“retention”, “flag”, “default”"), "{why}");
+        assert!(!why.contains("days"), "{why}");
+        let (level, _) = reader_confidence(Verdict::Partly, &source(), 1, (0.9, &[]));
+        assert_eq!(level, Level::Low);
     }
 }

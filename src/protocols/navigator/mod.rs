@@ -13,6 +13,9 @@
 //!   ≥ 0.75 (multiple confirming sources) — a direct answer, clearly matched;
 //! - medium: best ≥ 0.72, or sections from two or more files are combined (synthesis);
 //! - low: anything weaker that is still answerable (≥ 0.63): partially relevant;
+//! - with the reader, its verdict sets the level instead (`confidence::reader_confidence`):
+//!   high when one file's passages answer and hold `HIGH_MIN_HELD` of the question's
+//!   weight, medium when they answer from several files or hold less, low when partial;
 //! - each failed validation rule lowers the level by one (never below low).
 //!
 //! No information (best < 0.63, or the question names something no document mentions):
@@ -46,7 +49,9 @@ use crate::schemas::{self, SchemaId};
 mod confidence;
 mod refusal;
 
-pub use confidence::{confidence_level, Level, CONFIRMING_MIN, HIGH_MIN, MEDIUM_MIN};
+pub use confidence::{
+    confidence_level, Level, CONFIRMING_MIN, HIGH_MIN, HIGH_MIN_HELD, MEDIUM_MIN,
+};
 use confidence::{reader_confidence, score_confidence};
 
 const MAX_SOURCES: usize = 3;
@@ -319,7 +324,10 @@ fn cite(
     let files: std::collections::BTreeSet<&str> = sources.iter().map(|s| s.file.as_str()).collect();
     let (level, why) = match basis {
         Basis::Scores => score_confidence(&scores, files.len(), sources.len()),
-        Basis::Reader(verdict) => reader_confidence(verdict, &sources, files.len()),
+        Basis::Reader(verdict) => {
+            let (share, lacking) = ev.held_by_passages();
+            reader_confidence(verdict, &sources, files.len(), (share, &lacking))
+        }
     };
     let mut related: Vec<String> = Vec::new();
     for s in &sources {
