@@ -607,6 +607,10 @@ fn reader_answers_a_documented_question_citing_what_it_quoted() {
         "{r:?}"
     );
     assert!(!r.out_of_domain);
+    // The README's example is answered from one file whose passages hold the question:
+    // the seed's `high` (it was `low` while an answer taken from a passage the model read
+    // but did not list was replaced by the listed ones' sentences).
+    assert_eq!(r.confidence, "high", "{}", r.confidence_reason);
     // What the model was shown is the numbered passages: the first retrieved chunks.
     assert!(
         report.shown_to_model.starts_with(&format!(

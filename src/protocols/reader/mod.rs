@@ -34,6 +34,10 @@ use super::watch::Watch;
 use super::Report;
 use crate::llm::Llm;
 
+mod passages;
+pub use passages::{listing, passages};
+use passages::{quote_what_the_answer_names, quoted_context};
+
 /// Retrieved chunks shown to the model, best first (`evidence::PASSAGES`).
 pub use super::evidence::PASSAGES;
 /// Characters of each passage's sentences the model reads. Less text, fewer distractions
@@ -76,82 +80,6 @@ pub struct Reading {
     pub answer: String,
     /// Specific tokens of the model's answer the quotes lack (the answer was replaced).
     pub replaced: Vec<String>,
-}
-
-/// The passages offered: the first retrieved chunks in the hybrid ranking (indices into
-/// `Evidence::hits`). Not re-sorted by cosine, which dropped chunks BM25 ranks high for
-/// the question's exact words. Against the cosine order on git-doc it moved the figures
-/// by one question either way (docs/CHANGELOG.md); kept because the passages are then
-/// the ones retrieval ranks first. Chosen by best sentence for every question, they lost
-/// keywords on both sets; for follow-ups they gained (docs/CHANGELOG.md, 2026-11-27).
-pub fn passages(ev: &Evidence) -> Vec<usize> {
-    if followup::carried_words(&ev.question).is_none() {
-        return (0..ev.hits.len().min(PASSAGES)).collect();
-    }
-    // A follow-up's hits are ranked with the earlier turn's words, which favour what the
-    // earlier answer already said: its passages are the chunks whose best sentence
-    // answers its own words best, in the order retrieved.
-    let mut best: Vec<(usize, f32)> = (0..ev.hits.len())
-        .map(|h| {
-            let top = ev
-                .sentences
-                .iter()
-                .filter(|s| s.hit == h)
-                .map(|s| s.relevance)
-                .fold(f32::MIN, f32::max);
-            (h, top)
-        })
-        .collect();
-    best.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let mut chosen: Vec<usize> = best.iter().take(PASSAGES).map(|b| b.0).collect();
-    chosen.sort_unstable();
-    chosen
-}
-
-/// The numbered listing the prompt shows.
-pub fn listing(ev: &Evidence, passages: &[usize]) -> String {
-    passages
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| {
-            let h = &ev.hits[n];
-            format!(
-                "[{}] {} § {}\n{}",
-                i + 1,
-                h.file,
-                h.section,
-                passage_text(ev, n)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n\n")
-}
-
-/// A passage as the model reads it: the chunk's most relevant sentences, up to
-/// `PASSAGE_CHARS` (at least one), in the chunk's order; the whole chunk when it has no
-/// sentence.
-fn passage_text(ev: &Evidence, hit: usize) -> String {
-    let h = &ev.hits[hit];
-    let flat = h.text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut chosen: Vec<(usize, &str)> = Vec::new();
-    let mut used = 0;
-    for s in ev.sentences.iter().filter(|s| s.hit == hit) {
-        // With the separator join_sentences puts before it.
-        let len = s.text.chars().count() + usize::from(!chosen.is_empty());
-        if used + len > PASSAGE_CHARS && !chosen.is_empty() {
-            continue;
-        }
-        used += len;
-        let head: String = s.text.split_whitespace().collect::<Vec<_>>().join(" ");
-        let head: String = head.chars().take(30).collect();
-        chosen.push((flat.find(&head).unwrap_or(usize::MAX), s.text.as_str()));
-    }
-    if chosen.is_empty() {
-        return h.text.trim().to_string();
-    }
-    chosen.sort_by_key(|c| c.0);
-    let texts: Vec<&str> = chosen.iter().map(|c| c.1).collect();
-    join_sentences(&texts)
 }
 
 /// The decoder schema for `n` passages.
@@ -242,6 +170,9 @@ pub fn read(
     let model_answer = v["answer"].as_str().unwrap_or_default().trim().to_string();
     let model_answer = support::without_cut_sentence(model_answer, MAX_ANSWER_CHARS, report);
     let model_answer = verdict_once(model_answer);
+    if said == Verdict::Answers {
+        quote_what_the_answer_names(ev, &passages, &model_answer, &mut quoted, report);
+    }
     let context = quoted_context(ev, &quoted);
     let fallback = || {
         let best: Vec<&str> = ev
@@ -326,20 +257,6 @@ fn alternate<'a>(
         from_a = !from_a;
         next
     })
-}
-
-/// What the answer's specific tokens are checked against: the quoted chunks, and each
-/// one's document as a command name (`git-stash.html` → `git stash`), since a manual
-/// page's option entries never repeat the command.
-fn quoted_context(ev: &Evidence, quoted: &[usize]) -> String {
-    let mut context = String::new();
-    for &q in quoted {
-        let h = &ev.hits[q];
-        let stem = h.file.rsplit('/').next().unwrap_or(&h.file);
-        let stem = stem.split('.').next().unwrap_or(stem);
-        context.push_str(&format!("{}\n{}\n", stem.replace('-', " "), h.text));
-    }
-    context
 }
 
 /// The rules after reading: nothing quoted, no answer; an answer that adds nothing to the
@@ -480,53 +397,6 @@ mod tests {
             assert_eq!(verdict_once(kept.into()), kept);
         }
     }
-    use crate::kb::search::Hit;
-    use crate::protocols::evidence::Domain;
-
-    #[test]
-    fn a_passage_is_its_chunks_best_sentences_in_the_chunks_order() {
-        let hit = |text: &str| Hit {
-            id: "c".into(),
-            file: "f.md".into(),
-            section: "S".into(),
-            section_path: vec!["S".into()],
-            anchor: "s".into(),
-            page: None,
-            text: text.into(),
-            score: 0.8,
-            key: 0,
-            cosine: 0.6,
-            fused: 0.03,
-        };
-        let filler = "An unrelated sentence that pads the chunk out to some length.";
-        let a = "First, stop the service with svc stop.";
-        let b = "Then restore the snapshot with svc restore --snapshot <id>.";
-        let chunk = format!("{a}\n{b} {}", [filler; 8].join(" "));
-        let sentence = |text: &str, relevance| Sentence {
-            text: text.into(),
-            hit: 0,
-            relevance,
-        };
-        let mut sentences = vec![sentence(b, 0.9), sentence(a, 0.8)];
-        sentences.extend((0..9).map(|i| sentence(filler, 0.5 - i as f32 * 0.01)));
-        let ev = Evidence {
-            question: "q".into(),
-            hits: vec![hit(&chunk), hit("No sentence of this chunk was kept.")],
-            best_score: 0.8,
-            sentences,
-            domain_score: 0.8,
-            domain: Domain::default(),
-            unknown_terms: Vec::new(),
-            unretrieved_terms: Vec::new(),
-            terms: Vec::new(),
-        };
-        let text = passage_text(&ev, 0);
-        assert!(text.starts_with(&format!("{a} {b}")), "{text}");
-        assert!(text.chars().count() <= PASSAGE_CHARS, "{text}");
-        assert!(text.contains(filler), "filled up to the limit: {text}");
-        assert_eq!(passage_text(&ev, 1), "No sentence of this chunk was kept.");
-    }
-
     const QUOTED: &str =
         "git stash\n-k, --keep-index: All changes already added to the index are left intact.";
 
