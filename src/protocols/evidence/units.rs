@@ -63,6 +63,15 @@ pub fn units(text: &str) -> Vec<Unit> {
             continue;
         }
         if is_table_rule(line) {
+            // The row above the rule is the table's header: column names, which answer
+            // nothing on their own and were copied into answers ("| stage | weight |
+            // minimum duration |").
+            if lines
+                .last()
+                .is_some_and(|l| l.0.trim_start().starts_with('|'))
+            {
+                lines.pop();
+            }
             continue;
         }
         fence = crate::kb::parse::fence_of(line);
@@ -451,7 +460,7 @@ mod tests {
             s,
             vec![
                 "To undo it, run:\n```sh\nkubectl rollout undo x. Then\nkubectl get pods\n```",
-                "| Flag | What it does |",
+                // The header row names columns: no unit of its own.
                 "| --dry-run | prints, changes nothing |"
             ]
         );

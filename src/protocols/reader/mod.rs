@@ -170,6 +170,13 @@ pub fn read(
     let model_answer = v["answer"].as_str().unwrap_or_default().trim().to_string();
     let model_answer = support::without_cut_sentence(model_answer, MAX_ANSWER_CHARS, report);
     let model_answer = verdict_once(model_answer);
+    let copied = model_answer.clone();
+    let model_answer = without_header_rows(model_answer, &report.shown_to_model);
+    if model_answer != copied {
+        report.notes.push(format!(
+            "reader's answer copied a table header row: left out ({copied:?})"
+        ));
+    }
     if said == Verdict::Answers {
         quote_what_the_answer_names(ev, &passages, &model_answer, &mut quoted, report);
     }
@@ -378,9 +385,83 @@ fn verdict_once(answer: String) -> String {
     answer
 }
 
+/// The answer without table header rows copied from a passage ("| Role | Allowed Access
+/// |"): a passage shows a table's rows as its sentences, and the model copies a header
+/// row as its answer or after it, though a header names columns and answers nothing. A
+/// row counts as a header when each of its cells is a short label (at most four words,
+/// no sentence punctuation); copied without its outer bars ("Role | Allowed Access"), it
+/// counts where the passages read (`read`) show it as a row. What is left may be empty:
+/// the rules then treat it as no answer.
+fn without_header_rows(answer: String, read: &str) -> String {
+    static ROW: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\|(?:[^|\n]*\|)+").expect("a valid pattern")
+    });
+    let is_header = |row: &str| {
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        cells.len() >= 2
+            && cells.iter().all(|c| {
+                !c.is_empty()
+                    && c.split_whitespace().count() <= 4
+                    && !c.contains(['.', ':', ';', '`', '?', '!'])
+            })
+    };
+    let bare = answer.trim();
+    if bare.contains('|') && is_header(bare) && read.contains(&format!("| {bare} |")) {
+        return String::new();
+    }
+    if !ROW.find_iter(&answer).any(|m| is_header(m.as_str())) {
+        return answer;
+    }
+    let kept = ROW.replace_all(&answer, |c: &regex::Captures| {
+        if is_header(&c[0]) {
+            String::new()
+        } else {
+            c[0].to_string()
+        }
+    });
+    kept.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_copied_table_header_row_is_no_part_of_an_answer() {
+        let read = "Administrators should monitor the release notes. | Role | Allowed Access |";
+        assert_eq!(
+            without_header_rows("Role | Allowed Access".into(), read),
+            ""
+        );
+        assert_eq!(
+            without_header_rows("| Role | Allowed Access |".into(), ""),
+            ""
+        );
+        // Without its bars, only a row the passages show is taken for one.
+        assert_eq!(
+            without_header_rows("ps aux | grep postgres".into(), read),
+            "ps aux | grep postgres"
+        );
+        assert_eq!(
+            without_header_rows(
+                "Each stage lasts at least 15 minutes. | stage | weight | minimum duration |"
+                    .into(),
+                read
+            ),
+            "Each stage lasts at least 15 minutes."
+        );
+        // A row that says something is kept, and so is a pipe in a command.
+        for kept in [
+            "| `pg_monitor` | Read/execute various monitoring views and functions. |",
+            "Run `ps aux | grep postgres` to see the processes.",
+        ] {
+            assert_eq!(without_header_rows(kept.into(), read), kept);
+        }
+    }
 
     #[test]
     fn a_verdict_is_said_once() {
