@@ -115,8 +115,9 @@ impl Evidence {
             .collect()
     }
 
-    /// Share of the question's weight (`Term::weight`) on words the passages read hold,
-    /// and the words they lack, heaviest first. A reader that says its passages answer
+    /// Share of the question's weight (`Term::weight`) on words the passages read hold
+    /// (`Term::in_passages`: the first `PASSAGES` hits, which a follow-up's reader may
+    /// rank differently), and the words they lack, heaviest first. A reader that says its passages answer
     /// is right for 16 of the 18 such answers on the tuning halves where this is at least
     /// `navigator::HIGH_MIN_HELD`, and for 4 of 13 where it is below (docs/EVALUATION.md).
     pub fn held_by_passages(&self) -> (f64, Vec<&str>) {
