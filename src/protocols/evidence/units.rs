@@ -228,7 +228,9 @@ fn split_off_last_sentence(lines: &mut Vec<(String, String)>) {
         return;
     };
     // A line joined from several (its source differs), a definition or a list item is
-    // left whole: its parts belong together.
+    // left whole: its parts belong together. So is a paragraph ending in ':' with a
+    // blank line before its block (the blank is joined to it): split too, the reader's
+    // answers lost keywords (docs/CHANGELOG.md, 2026-11-27, seventh sitting).
     if line != source || line.trim_start().starts_with(": ") || is_list_item(line) {
         return;
     }
