@@ -4,7 +4,11 @@
 /// Words of the question that name something: capitalised inside a sentence, with a
 /// capital after the first letter (acronyms, camelCase), or with digits; at least two
 /// characters. A sentence's first word is capitalised by grammar, not because it names
-/// anything ("How …? Could …"), and so are question words written in capitals.
+/// anything ("How …? Could …"), and so are question words written in capitals. The
+/// person's own data names nothing the documents should hold: a time of day ("dropped a
+/// table at 14:05") or a value given after `=` ("say region = 'EU'"). An acronym's
+/// plural is its singular ("INSERTs" → "INSERT"): the documents write the word, not the
+/// plural.
 pub fn question_names(question: &str) -> Vec<&str> {
     let mut names = Vec::new();
     let mut sentence_start = true;
@@ -21,16 +25,51 @@ pub fn question_names(question: &str) -> Vec<&str> {
         let w = tail[..end].trim_matches('-');
         let lower = w.to_lowercase();
         let capitalised = w.chars().next().is_some_and(char::is_uppercase);
-        let named = (capitalised && !sentence_start && !is_function_word(&lower))
-            || w.chars().skip(1).any(char::is_uppercase)
-            || w.chars().any(|c| c.is_ascii_digit());
-        if named && w.chars().count() >= 2 {
-            names.push(w);
+        // A function word names nothing however it is written ("Is it OK…", "NOT").
+        let named = !is_function_word(&lower)
+            && ((capitalised && !sentence_start)
+                || w.chars().skip(1).any(char::is_uppercase)
+                || w.chars().any(|c| c.is_ascii_digit()));
+        let preceding = &question[..question.len() - rest.len() + start];
+        let own_data = is_clock_part(preceding, w, &tail[end..]) || is_assigned_value(preceding);
+        if named && !own_data && w.chars().count() >= 2 {
+            names.push(acronym_singular(w));
         }
         sentence_start = false;
         rest = &tail[end..];
     }
     names
+}
+
+/// Whether `w` is the hours or minutes of a time of day ("14:05"), with the question's
+/// text before and after it.
+fn is_clock_part(preceding: &str, w: &str, following: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.len() <= 2 && s.chars().all(|c| c.is_ascii_digit());
+    let after_colon = preceding
+        .strip_suffix(':')
+        .is_some_and(|p| p.ends_with(|c: char| c.is_ascii_digit()));
+    let before_colon = following
+        .strip_prefix(':')
+        .is_some_and(|f| f.starts_with(|c: char| c.is_ascii_digit()));
+    digits(w) && (after_colon || before_colon)
+}
+
+/// Whether the word after `preceding` is a value given with `=` (quoted or not).
+fn is_assigned_value(preceding: &str) -> bool {
+    preceding
+        .trim_end_matches(['\'', '"', '`', ' '])
+        .ends_with('=')
+}
+
+/// "INSERTs" → "INSERT", "APIs" → "API": an acronym of two or more capitals and a plural
+/// `s`. Other words are returned as they are.
+fn acronym_singular(w: &str) -> &str {
+    match w.strip_suffix('s') {
+        Some(stem) if stem.chars().count() >= 2 && stem.chars().all(|c| c.is_ascii_uppercase()) => {
+            stem
+        }
+        _ => w,
+    }
 }
 
 /// Words that grammar, not meaning, capitalises mid-question (a question restarted after
@@ -39,7 +78,17 @@ fn is_function_word(lower: &str) -> bool {
     crate::kb::stopwords::is_stopword(lower)
         || matches!(
             lower,
-            "could" | "would" | "might" | "must" | "shall" | "may" | "please" | "also" | "but"
+            "could"
+                | "would"
+                | "might"
+                | "must"
+                | "shall"
+                | "may"
+                | "please"
+                | "also"
+                | "but"
+                | "ok"
+                | "okay"
         )
 }
 
@@ -81,6 +130,29 @@ mod tests {
         assert_eq!(
             question_names("Where is serviceAccount set?"),
             vec!["serviceAccount"]
+        );
+    }
+
+    #[test]
+    fn the_persons_own_data_and_plain_words_are_not_names() {
+        // Each was refused as "no document mentions …" on the PostgreSQL set.
+        assert!(question_names("Is it OK to just tar up the data directory?").is_empty());
+        assert!(
+            question_names("Someone dropped a table at 14:05. How do I stop before it?").is_empty()
+        );
+        assert!(question_names("Can it send only rows where, say, region = 'EU'?").is_empty());
+        assert_eq!(
+            question_names("INSERTs replicate, but UPDATE is rejected. Do the URLs matter?"),
+            vec!["INSERT", "UPDATE", "URL"]
+        );
+        // Names still count: a version, a year, a ratio, a product, an acronym.
+        assert_eq!(
+            question_names("Does PostgreSQL 15 on Windows read a 2:3 ratio from 2023 in CSV?"),
+            vec!["PostgreSQL", "15", "Windows", "2023", "CSV"]
+        );
+        assert_eq!(
+            question_names("What is Kubernetes' status?"),
+            vec!["Kubernetes"]
         );
     }
 }
