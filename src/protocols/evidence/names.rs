@@ -31,7 +31,9 @@ pub fn question_names(question: &str) -> Vec<&str> {
                 || w.chars().skip(1).any(char::is_uppercase)
                 || w.chars().any(|c| c.is_ascii_digit()));
         let preceding = &question[..question.len() - rest.len() + start];
-        let own_data = is_clock_part(preceding, w, &tail[end..]) || is_assigned_value(preceding);
+        let own_data = is_clock_part(preceding, w, &tail[end..])
+            || is_assigned_value(preceding)
+            || is_ordinal(&lower);
         if named && !own_data && w.chars().count() >= 2 {
             names.push(acronym_singular(w));
         }
@@ -52,6 +54,15 @@ fn is_clock_part(preceding: &str, w: &str, following: &str) -> bool {
         .strip_prefix(':')
         .is_some_and(|f| f.starts_with(|c: char| c.is_ascii_digit()));
     digits(w) && (after_colon || before_colon)
+}
+
+/// Whether `lower` counts rather than names: "10th", "2nd", "3rd-party", "10th-last".
+fn is_ordinal(lower: &str) -> bool {
+    let first = lower.split('-').next().unwrap_or(lower);
+    let digits = first.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit())
+        && matches!(&first[digits.len()..], "st" | "nd" | "rd" | "th")
 }
 
 /// Whether the word after `preceding` is a value given with `=` (quoted or not).
@@ -141,6 +152,10 @@ mod tests {
             question_names("Someone dropped a table at 14:05. How do I stop before it?").is_empty()
         );
         assert!(question_names("Can it send only rows where, say, region = 'EU'?").is_empty());
+        assert!(
+            question_names("How do I print a file in the 10th-last commit or the 2nd one?")
+                .is_empty()
+        );
         assert_eq!(
             question_names("INSERTs replicate, but UPDATE is rejected. Do the URLs matter?"),
             vec!["INSERT", "UPDATE", "URL"]
