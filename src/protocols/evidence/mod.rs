@@ -205,10 +205,14 @@ impl Evidence {
         let mut unknown_terms = Vec::new();
         let mut unretrieved_terms = Vec::new();
         // A follow-up's carried words are the earlier turn's: only its own are checked.
+        // A name in a sentence that only sets the scene ("I'm on Windows. How can I…?")
+        // must be known to the KB, but need not be in what the question retrieves.
+        let asking = coverage::asking_sentence(own);
         for w in question_names(own) {
             if !kb.store().term_known(w)? {
                 unknown_terms.push(w.to_string());
             } else if !hits.is_empty()
+                && asking.contains(w)
                 && is_proper_name(w)
                 && !crate::kb::stopwords::is_stopword(&w.to_lowercase())
                 && !retrieved_text.contains(&w.to_lowercase())

@@ -27,7 +27,7 @@ use serde_json::json;
 use super::checks::invented_tokens;
 use super::evidence::{content_words, Evidence, Sentence};
 use super::followup;
-use super::grounded::{extractive_answer, join_sentences};
+use super::grounded::extractive_answer;
 use super::shared::llm_object_watched;
 use super::support;
 use super::watch::Watch;
@@ -35,8 +35,8 @@ use super::Report;
 use crate::llm::Llm;
 
 mod passages;
+use passages::{fallback_sentences, quote_what_the_answer_names, quoted_context};
 pub use passages::{listing, passages};
-use passages::{quote_what_the_answer_names, quoted_context};
 
 /// Retrieved chunks shown to the model, best first (`evidence::PASSAGES`).
 pub use super::evidence::PASSAGES;
@@ -181,16 +181,7 @@ pub fn read(
         quote_what_the_answer_names(ev, &passages, &model_answer, &mut quoted, report);
     }
     let context = quoted_context(ev, &quoted);
-    let fallback = || {
-        let best: Vec<&str> = ev
-            .sentences
-            .iter()
-            .filter(|s| quoted.contains(&s.hit))
-            .take(FALLBACK_SENTENCES)
-            .map(|s| s.text.as_str())
-            .collect();
-        join_sentences(&best)
-    };
+    let fallback = || fallback_sentences(ev, &quoted, FALLBACK_SENTENCES);
     let read = report.shown_to_model.clone();
     let (verdict, mut answer, replaced) = apply_rules(
         said,

@@ -85,6 +85,31 @@ fn passage_text(ev: &Evidence, hit: usize) -> String {
     join_sentences(&texts)
 }
 
+/// What replaces an answer the rules refuse: the best sentences of the quoted passages,
+/// else, when those have none (a manual page's NAME line is a fragment, not a sentence),
+/// the best sentences of everything retrieved. Without the second, "I'm on Windows. How
+/// can I mark a shell script as executable?", quoting git-sh-setup's NAME line, was
+/// answered with nothing but the supporting quotes.
+pub(super) fn fallback_sentences(ev: &Evidence, quoted: &[usize], n: usize) -> String {
+    let of_quoted: Vec<&str> = ev
+        .sentences
+        .iter()
+        .filter(|s| quoted.contains(&s.hit))
+        .take(n)
+        .map(|s| s.text.as_str())
+        .collect();
+    if !of_quoted.is_empty() {
+        return join_sentences(&of_quoted);
+    }
+    let best: Vec<&str> = ev
+        .sentences
+        .iter()
+        .take(n)
+        .map(|s| s.text.as_str())
+        .collect();
+    join_sentences(&best)
+}
+
 /// When the model says its passages answer (the caller checks): the passages it read but
 /// did not list that hold the specific tokens (paths, commands, flags, numbers) its
 /// answer names and the listed ones lack are quoted too, first, where together they hold
@@ -206,6 +231,33 @@ mod tests {
         let answer = "Run `lhctl rollback --env prod` to roll back.";
         quote_what_the_answer_names(&ev, &[0, 1], answer, &mut quoted, &mut report);
         assert_eq!(quoted, vec![0]);
+    }
+
+    #[test]
+    fn an_answer_replaced_from_quotes_without_sentences_takes_the_best_retrieved() {
+        let sentence = |text: &str, hit, relevance| Sentence {
+            text: text.into(),
+            hit,
+            relevance,
+        };
+        let ev = evidence(
+            vec![
+                hit("git-sh-setup - Common Git shell script setup code"),
+                hit("b"),
+            ],
+            vec![
+                sentence("Use git add --chmod=+x to mark it executable.", 1, 0.9),
+                sentence("Another sentence of the second chunk.", 1, 0.5),
+            ],
+        );
+        assert_eq!(
+            fallback_sentences(&ev, &[0], 1),
+            "Use git add --chmod=+x to mark it executable."
+        );
+        assert_eq!(
+            fallback_sentences(&ev, &[1], 2),
+            "Use git add --chmod=+x to mark it executable. Another sentence of the second chunk."
+        );
     }
 
     #[test]
