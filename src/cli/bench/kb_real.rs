@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::{dir_mb, peak_rss_mb};
 use sextant::kb::search::{search, SearchMode};
-use sextant::kb::store::{ExactSearch, DB_FILE, INDEX_FILE, KEYWORDS_DIR};
+use sextant::kb::store::{search_expansion_for, ExactSearch, DB_FILE, INDEX_FILE, KEYWORDS_DIR};
 use sextant::kb::KnowledgeBase;
 use sextant::stats::percentile;
 
@@ -25,8 +25,15 @@ pub struct RealKbReport {
     pub keywords_mb: f64,
     pub open_ms: f64,
     pub questions: usize,
-    /// recall@10 of the HNSW search against exact search over the stored (f16) vectors.
+    /// recall@10 of the HNSW search against exact search over the stored (f16) vectors,
+    /// at the store's search expansion for this size.
     pub recall_at_10: f64,
+    /// The same, a returned chunk as near as the exact tenth counted (equal vectors).
+    pub recall_at_10_ties: f64,
+    /// The store's search expansion for this size.
+    pub expansion: usize,
+    /// Recall and dense latency at other search expansions.
+    pub expansions: Vec<ExpansionFigures>,
     pub dense_ms_p50: f64,
     pub dense_ms_p99: f64,
     pub bm25_ms_p50: f64,
@@ -35,6 +42,18 @@ pub struct RealKbReport {
     pub hybrid_ms_p99: f64,
     pub peak_rss_mb: f64,
 }
+
+#[derive(Debug, Serialize)]
+pub struct ExpansionFigures {
+    pub expansion: usize,
+    pub recall_at_10: f64,
+    pub recall_at_10_ties: f64,
+    pub dense_ms_p50: f64,
+    pub dense_ms_p99: f64,
+}
+
+/// Search expansions measured besides the store's own.
+const EXPANSIONS: [usize; 4] = [128, 256, 512, 1024];
 
 /// The `question` of each line of an eval set.
 fn questions(file: &Path) -> Result<Vec<String>> {
@@ -91,6 +110,22 @@ pub fn run(
     let (d50, d99) = lat(SearchMode::Dense)?;
     let (b50, b99) = lat(SearchMode::Bm25)?;
     let (h50, h99) = lat(SearchMode::Hybrid)?;
+    let (recall, recall_ties) = exact.recall_both(kb.store())?;
+    let expansion = search_expansion_for(kb.store().vector_count());
+    let mut expansions = Vec::new();
+    for e in EXPANSIONS {
+        kb.store().set_search_expansion(e);
+        let (r, ties) = exact.recall_both(kb.store())?;
+        let (p50, p99) = lat(SearchMode::Dense)?;
+        expansions.push(ExpansionFigures {
+            expansion: e,
+            recall_at_10: r,
+            recall_at_10_ties: ties,
+            dense_ms_p50: p50,
+            dense_ms_p99: p99,
+        });
+    }
+    kb.store().set_search_expansion(expansion);
     let r = RealKbReport {
         kb: dir.display().to_string(),
         documents: counts.documents as u64,
@@ -100,7 +135,10 @@ pub fn run(
         keywords_mb: dir_mb(dir, KEYWORDS_DIR),
         open_ms,
         questions: questions.len(),
-        recall_at_10: exact.recall(kb.store())?,
+        recall_at_10: recall,
+        recall_at_10_ties: recall_ties,
+        expansion,
+        expansions,
         dense_ms_p50: d50,
         dense_ms_p99: d99,
         bm25_ms_p50: b50,
@@ -121,6 +159,16 @@ pub fn run(
         "{queries} searches of {} questions, p50/p99 ms: dense {:.2}/{:.2}, bm25 {:.2}/{:.2}, hybrid {:.2}/{:.2}; recall@10 {:.3}",
         r.questions, r.dense_ms_p50, r.dense_ms_p99, r.bm25_ms_p50, r.bm25_ms_p99, r.hybrid_ms_p50, r.hybrid_ms_p99, r.recall_at_10
     );
+    println!(
+        "search expansion {} (the store's): recall@10 {:.3}, {:.3} with equal vectors counted",
+        r.expansion, r.recall_at_10, r.recall_at_10_ties
+    );
+    for e in &r.expansions {
+        println!(
+            "search expansion {}: recall@10 {:.3} ({:.3} with ties), dense p50/p99 ms {:.2}/{:.2}",
+            e.expansion, e.recall_at_10, e.recall_at_10_ties, e.dense_ms_p50, e.dense_ms_p99
+        );
+    }
     println!("peak memory: {:.0} MB", r.peak_rss_mb);
     Ok(())
 }
