@@ -190,7 +190,25 @@ pub fn citations(
             }
         }
     }
-    out
+    distinct_links(out)
+}
+
+/// Citations that open the same place (two chunks of one section), the first kept: a
+/// person reads "Sources" as the places to look, not as the retrieval's chunks. A PDF
+/// page's citations differ by the passage they mark and all stay.
+fn distinct_links(links: Vec<Value>) -> Vec<Value> {
+    let mut seen = std::collections::HashSet::new();
+    links
+        .into_iter()
+        .filter(|c| {
+            seen.insert((
+                c["file"].to_string(),
+                c["anchor"].to_string(),
+                c["page"].to_string(),
+                c["quote"].to_string(),
+            ))
+        })
+        .collect()
 }
 
 fn escape(s: &str) -> String {
@@ -203,6 +221,36 @@ fn escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn citations_of_one_place_are_listed_once() {
+        let link = |file: &str, anchor: &str, page: Option<u32>, quote: Option<&str>| {
+            json!({"label": format!("{file} › {anchor}"), "file": file, "anchor": anchor,
+                   "page": page, "quote": quote})
+        };
+        let links = vec![
+            link("ops.md", "rollback", None, None),
+            link("ops.md", "rollback", None, None),
+            link("ops.md", "when", None, None),
+            link("guide.pdf", "", Some(3), Some("first passage")),
+            link("guide.pdf", "", Some(3), Some("second passage")),
+            link("guide.pdf", "", Some(3), Some("first passage")),
+            link("ops.md", "rollback", None, None),
+        ];
+        let kept: Vec<String> = distinct_links(links)
+            .iter()
+            .map(|c| format!("{} {} {}", c["file"], c["anchor"], c["quote"]))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                r#""ops.md" "rollback" null"#,
+                r#""ops.md" "when" null"#,
+                r#""guide.pdf" "" "first passage""#,
+                r#""guide.pdf" "" "second passage""#,
+            ]
+        );
+    }
 
     #[test]
     fn markdown_renders_as_a_document_and_nothing_of_the_source_runs() {

@@ -173,10 +173,11 @@ function renderAnswer(out, askedFormat) {
     list.replaceChildren(el("li", { class: "muted empty", text: "No sources cited." }));
   } else {
     list.replaceChildren(
-      ...citations.map((c, i) => {
+      ...citations.map((c) => {
         const anchor = citationAnchor(c);
-        const src = sources[i] && sources[i].file === c.file ? sources[i] : null;
-        const chunk = chunks[i];
+        // Citations of one place are listed once: each finds its source or chunk by name.
+        const src = sources.find((s) => s.file === c.file && `${s.file} › ${s.section}` === c.label) || null;
+        const chunk = chunks.find((ch) => ch.id === c.id);
         const where = `${c.file}${anchor ? `#${anchor}` : ""}${c.page != null && !c.anchor ? ` (p. ${c.page})` : ""}`;
         return el(
           "li",
