@@ -146,7 +146,7 @@ fn peer_embedding(
 /// Queries whose exact nearest neighbours are tracked while a synthetic index is built.
 const RECALL_QUERIES: usize = 100;
 /// Search expansions measured besides the store's.
-const EXPANSIONS: [usize; 4] = [64, 128, 256, 512];
+const EXPANSIONS: [usize; 5] = [128, 256, 512, 768, 1024];
 
 /// `sextant bench kb`: embedding and ingest speed on the sample KB, then search latency
 /// over synthetic indexes of the given sizes (chunk texts recombined from the sample KB's

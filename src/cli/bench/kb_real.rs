@@ -53,7 +53,7 @@ pub struct ExpansionFigures {
 }
 
 /// Search expansions measured besides the store's own.
-const EXPANSIONS: [usize; 4] = [128, 256, 512, 1024];
+const EXPANSIONS: [usize; 5] = [128, 256, 512, 768, 1024];
 
 /// The `question` of each line of an eval set.
 fn questions(file: &Path) -> Result<Vec<String>> {
