@@ -82,6 +82,13 @@ pub struct Reading {
     pub replaced: Vec<String>,
 }
 
+/// How the answer string may not end: after a space, an opening bracket, a comma, `=` or
+/// `-`, where a sentence or a command is cut. A `"` the model copies from a passage
+/// ("taken from the "", "patch configmap … -p '{"") would otherwise close the JSON
+/// string mid-sentence (3 of 239 answers on the tuning halves); here it can only be
+/// written escaped, as part of the answer. A command at the end needs no full stop.
+const ANSWER_ENDS: &str = r#"^[\s\S]*[^\s(\[{<,=-]$"#;
+
 /// The decoder schema for `n` passages.
 pub fn schema(n: usize) -> serde_json::Value {
     json!({
@@ -90,7 +97,7 @@ pub fn schema(n: usize) -> serde_json::Value {
         "properties": {
             "evidence": {"type": "array", "minItems": 1, "maxItems": MAX_QUOTES,
                          "items": {"type": "integer", "minimum": 1, "maximum": n.max(1)}},
-            "answer": {"type": "string", "maxLength": MAX_ANSWER_CHARS},
+            "answer": {"type": "string", "maxLength": MAX_ANSWER_CHARS, "pattern": ANSWER_ENDS},
             "answers_question": {"enum": ["yes", "partly", "no"]}
         }
     })
@@ -580,6 +587,32 @@ mod tests {
             Verdict::Partly,
             "an answer the quotes do not hold is not a yes"
         );
+    }
+
+    #[test]
+    fn an_answer_cannot_end_where_a_copied_quote_would_cut_it() {
+        let s = schema(3);
+        let pattern = s["properties"]["answer"]["pattern"].as_str().unwrap();
+        let ends = regex::Regex::new(pattern).unwrap();
+        for cut in [
+            "The commit's author name is taken from the ",
+            "Run kubectl patch configmap lighthouse-config -p '{",
+            "Set LH_LOG_LEVEL=",
+            "Use the option (",
+            "First stop the server,",
+        ] {
+            assert!(!ends.is_match(cut), "{cut:?} may end an answer");
+        }
+        for whole in [
+            "Run helm upgrade --install lighthouse --timeout 10m",
+            "Use `git log --follow <file>`",
+            "The author is taken from the \"From: \" line.",
+            "Yes: set retention.days above 30; snapshots are deleted after 30 days.",
+            "It is the “Subject:” line’s text”",
+            "Run lhctl rollback --env prod\nthen check the release log.",
+        ] {
+            assert!(ends.is_match(whole), "{whole:?} may not end an answer");
+        }
     }
 
     #[test]
