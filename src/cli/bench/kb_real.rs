@@ -113,7 +113,7 @@ pub fn run(
     let (recall, recall_ties) = exact.recall_both(kb.store())?;
     let expansion = search_expansion_for(kb.store().vector_count());
     let mut expansions = Vec::new();
-    for e in EXPANSIONS {
+    for e in EXPANSIONS.into_iter().filter(|e| *e != expansion) {
         kb.store().set_search_expansion(e);
         let (r, ties) = exact.recall_both(kb.store())?;
         let (p50, p99) = lat(SearchMode::Dense)?;

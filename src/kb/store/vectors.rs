@@ -212,10 +212,10 @@ impl ExactSearch {
     }
 
     /// recall@k, and the same with ties counted: a returned vector as near as the exact
-    /// k-th counts, whichever key it has. Real documentation repeats itself (a licence
-    /// footer, an option described on two pages): of equal vectors, the index and the
-    /// exact search may each keep another key, and only the first figure counts that as
-    /// a miss.
+    /// k-th counts, whichever key it has. Of equal vectors (a text repeated on two pages)
+    /// the index and the exact search may each keep another key, which only the first
+    /// figure counts as a miss. On 113 k chunks of real documentation the two differed by
+    /// at most 0.001 (docs/PERFORMANCE.md).
     pub fn recall_both(&self, store: &Store) -> Result<(f64, f64)> {
         let (mut found, mut as_near, mut total) = (0usize, 0usize, 0usize);
         for (q, best) in self.queries.iter().zip(&self.best) {

@@ -85,7 +85,7 @@ pub struct Reading {
 /// How the answer string may not end: after a space, an opening bracket, a comma, `=` or
 /// `-`, where a sentence or a command is cut. A `"` the model copies from a passage
 /// ("taken from the "", "patch configmap … -p '{"") would otherwise close the JSON
-/// string mid-sentence (3 of 239 answers on the tuning halves); here it can only be
+/// string mid-sentence (3 of the three eval sets' 239 answers); here it can only be
 /// written escaped, as part of the answer. A command at the end needs no full stop.
 const ANSWER_ENDS: &str = r#"^[\s\S]*[^\s(\[{<,=-]$"#;
 
