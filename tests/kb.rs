@@ -1062,6 +1062,23 @@ fn follow_ups_carry_the_earlier_subject_and_new_subjects_stand_alone() {
     assert_eq!(ev.hits[0].file, "security/tls-certificates.md", "{r:?}");
     let first = resolve(&kb, &[], "and how often?").unwrap();
     assert!(!first.is_follow_up(), "nothing to follow: {first:?}");
+    // A turn read as a question of its own carried nothing of the one before it; a
+    // follow-up to it carries both, the nearer turn's words first.
+    let second = "How do I renew a TLS certificate manually?";
+    assert!(!resolve(&kb, &earlier, second).unwrap().is_follow_up());
+    let chain = vec![earlier[0].clone(), second.to_string()];
+    let r = resolve(&kb, &chain, "and does that need a restart?").unwrap();
+    let at = |w: &str| r.carried.iter().position(|c| c == w);
+    assert!(
+        at("certificate").is_some() && at("password").is_some(),
+        "{r:?}"
+    );
+    assert!(at("certificate") < at("password"), "{r:?}");
+    // A nearer turn that was itself a follow-up already carries the one before it.
+    let followed = resolve(&kb, &earlier, "does that need a restart?").unwrap();
+    let chain = vec![earlier[0].clone(), followed.query.clone()];
+    let r = resolve(&kb, &chain, "and how often?").unwrap();
+    assert!(r.carried.contains(&"password".to_string()), "{r:?}");
 }
 
 /// A short query is embedded on one thread (`embed::ONE_THREAD_TOKENS`), a long batch on

@@ -3,7 +3,8 @@
 //! last commit?" it means "undo amending the last commit". By rule: a question that leans
 //! on the earlier turns (it opens like a continuation, points back with "it", "that",
 //! "those"…, or names nothing the KB holds as specific) carries the specific words of
-//! the turn before it; a question that names its own subject and does not point back is
+//! the turn before it (and of the one before that, when that turn carried nothing); a
+//! question that names its own subject and does not point back is
 //! a new topic and is searched as asked. A pointer that could point into the question
 //! itself ("…create temp tables on it?") carries the subject tentatively: the evidence
 //! then leads with the question's own words (`is_tentative`).
@@ -234,9 +235,22 @@ pub fn resolve(kb: &KnowledgeBase, earlier: &[String], question: &str) -> Result
         .first()
         .and_then(|h| h.section_path.first().cloned())
         .unwrap_or_default();
+    // The turn before that, after the previous turn's own: a previous turn read as a
+    // question of its own ("which queries run most often?" after "How do I enable
+    // pg_stat_statements?") carried nothing of it.
+    let older = if carried_words(previous).is_none() && earlier.len() >= 2 {
+        let before = &earlier[earlier.len() - 2];
+        subject_words(own_words(before))
+            .into_iter()
+            .chain(subject_words(carried_words(before).unwrap_or_default()))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let previous_words = subject_words(own_words(previous))
         .into_iter()
-        .chain(subject_words(carried_words(previous).unwrap_or_default()));
+        .chain(subject_words(carried_words(previous).unwrap_or_default()))
+        .chain(older);
     for w in subject_words(&title).into_iter().chain(previous_words) {
         if carried.len() == CARRIED || asked.contains(&w) || carried.contains(&w) {
             continue;
