@@ -66,6 +66,53 @@ fn is_furniture(node: NodeRef<'_, Node>) -> bool {
                 .is_some_and(|a| PERMALINK_GLYPHS.contains(&a.text().collect::<String>().trim())))
 }
 
+/// Items from which a list of nothing but links, before a page's first heading, is the
+/// site's menu.
+const MENU_ITEMS: usize = 3;
+
+/// Whether `list` (a `ul` or `ol`) is a menu: at least `MENU_ITEMS` items, each of them
+/// one or more links and nothing else. Before the first heading of a page that has one,
+/// such a list is the site's navigation ("Home · About · Documentation · Download …" atop
+/// every page of SQLite's manual), not the page's text: repeated in each page's first
+/// chunk, it made those chunks alike and pulled questions towards them.
+fn is_menu(list: NodeRef<'_, Node>) -> bool {
+    let items: Vec<ElementRef<'_>> = list
+        .children()
+        .filter_map(ElementRef::wrap)
+        .filter(|e| e.value().name() == "li")
+        .collect();
+    let all_links = |li: &ElementRef<'_>| {
+        let text = collapse_ws(&li.text().collect::<String>());
+        let linked: String = li
+            .descendants()
+            .filter_map(ElementRef::wrap)
+            .filter(|e| e.value().name() == "a")
+            .map(|a| a.text().collect::<String>())
+            .collect::<Vec<_>>()
+            .join(" ");
+        !text.is_empty() && collapse_ws(&linked) == text
+    };
+    items.len() >= MENU_ITEMS && items.iter().all(all_links)
+}
+
+/// Whether the page has a heading that starts a section (outside furniture).
+fn has_heading(root: NodeRef<'_, Node>) -> bool {
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if is_furniture(n) {
+            continue;
+        }
+        if n.value()
+            .as_element()
+            .is_some_and(|e| heading_level(e.name()).is_some())
+        {
+            return true;
+        }
+        stack.extend(n.children());
+    }
+    false
+}
+
 /// A heading's text without its permalink ("Why are default values shared?¶").
 fn heading_text(node: NodeRef<'_, Node>) -> String {
     let mut out = String::new();
@@ -153,6 +200,8 @@ struct Walk {
     in_admonition: usize,
     /// Open layout tables of admonitions (`is_layout_table`): cells are blocks.
     in_layout_table: usize,
+    /// Whether the page has a heading: only then is a menu before it navigation.
+    headed: bool,
 }
 
 impl Walk {
@@ -203,6 +252,13 @@ impl Walk {
             Node::Element(e) => {
                 let name = e.name();
                 if is_furniture(node) {
+                    return;
+                }
+                if self.headed
+                    && self.sections.is_empty()
+                    && matches!(name, "ul" | "ol")
+                    && is_menu(node)
+                {
                     return;
                 }
                 let admonition =
@@ -391,6 +447,7 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
         lists: Vec::new(),
         in_admonition: 0,
         in_layout_table: 0,
+        headed: has_heading(doc.tree.root()),
     };
     walk.visit(doc.tree.root(), 0);
     walk.close_section();
@@ -487,6 +544,45 @@ mod tests {
         assert!(settings.contains("fsync forces updates"), "{settings}");
         let all: String = doc.sections.iter().map(|s| s.text.clone()).collect();
         assert!(!all.contains("Prev") && !all.contains("Home"), "{all}");
+    }
+
+    /// A site's menus before the page's first heading (SQLite's manual: lists of links
+    /// with classes no rule names) are navigation; a list of links after a heading, a list
+    /// with text of its own, and a page of links with no heading at all are text.
+    #[test]
+    fn link_menus_before_the_first_heading_are_dropped() {
+        let html = r#"<html><head><title>VACUUM</title></head><body>
+            <div class="tagline">Small. Fast. Reliable.</div>
+            <div class="menu mainmenu"><ul><li><a href="index.html">Home</a>
+            <li><a href="javascript:void(0)">Menu</a><li><a href="about.html">About</a>
+            <li><a href="docs.html">Documentation</a></ul></div>
+            <ul><li>Rebuilds the file <li>Repacks it <li><a href="x.html">frees</a> pages</ul>
+            <h2>1. Description</h2><p>The VACUUM command rebuilds the database file.</p>
+            <p>See also:</p><ul><li><a href="a.html">ANALYZE</a><li><a href="b.html">REINDEX</a>
+            <li><a href="c.html">PRAGMA</a></ul></body></html>"#;
+        let doc = parse(html, "lang_vacuum");
+        let all: String = doc.sections.iter().map(|s| s.text.clone()).collect();
+        assert!(
+            !all.contains("Home") && !all.contains("Documentation"),
+            "{all}"
+        );
+        assert!(all.contains("Small. Fast. Reliable."), "{all}");
+        assert!(
+            all.contains("Repacks it"),
+            "a list with its own text stays: {all}"
+        );
+        assert!(
+            all.contains("REINDEX"),
+            "links after the first heading stay: {all}"
+        );
+        let index = r#"<html><body><ul><li><a href="a.html">Alpha</a>
+            <li><a href="b.html">Beta</a><li><a href="c.html">Gamma</a></ul></body></html>"#;
+        let doc = parse(index, "index");
+        let all: String = doc.sections.iter().map(|s| s.text.clone()).collect();
+        assert!(
+            all.contains("Beta"),
+            "a page of links alone is its text: {all}"
+        );
     }
 
     #[test]
