@@ -370,6 +370,7 @@ pub fn stems_of(text: &str) -> HashSet<String> {
 /// Why `sentence` is not supported by the read text, or None when it is.
 fn unsupported(sentence: &str, read: &ReadText) -> Option<String> {
     let mut missing = invented_tokens(sentence, read.text);
+    missing.extend(read.foreign_script_words(sentence));
     for ratio in ratios(sentence) {
         if !read.lowered.contains(&ratio) && !missing.contains(&ratio) {
             missing.push(ratio);
@@ -524,6 +525,25 @@ mod tests {
              `kubectl rollout undo deployment/api`.",
             read,
         );
+        assert!(c.removed.is_empty(), "{c:?}");
+    }
+
+    /// The reader's Chinese at the end of an English sentence, which the share of words
+    /// let through: a script the passages and the question do not use is not theirs.
+    #[test]
+    fn a_sentence_ending_in_a_script_nobody_used_is_removed() {
+        let read = "To enable the rewrite engine in this context, you need to set \
+            `RewriteEngine On`. These options cannot be set in a distributed configuration \
+            file unless AllowOverride permits it in the server configuration.";
+        let c = check_answer(
+            "You need to set `RewriteEngine On`. These options cannot be set in a \
+             distributed configuration file unless AllowOverride permits it in the server配置.",
+            read,
+        );
+        assert_eq!(c.kept.len(), 1, "{c:?}");
+        assert!(c.removed[0].why.contains("server配置"), "{c:?}");
+        // Where the passages are in that script, it is theirs.
+        let c = check_answer("配置文件在 /etc 下。", "配置文件在 /etc 下。");
         assert!(c.removed.is_empty(), "{c:?}");
     }
 

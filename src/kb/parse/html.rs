@@ -66,33 +66,38 @@ fn is_furniture(node: NodeRef<'_, Node>) -> bool {
                 .is_some_and(|a| PERMALINK_GLYPHS.contains(&a.text().collect::<String>().trim())))
 }
 
-/// Items from which a list of nothing but links, before a page's first heading, is the
+/// Links from which a block of nothing but links, before a page's first heading, is the
 /// site's menu.
-const MENU_ITEMS: usize = 3;
+const MENU_LINKS: usize = 3;
 
-/// Whether `list` (a `ul` or `ol`) is a menu: at least `MENU_ITEMS` items, each of them
-/// one or more links and nothing else. Before the first heading of a page that has one,
-/// such a list is the site's navigation ("Home · About · Documentation · Download …" atop
-/// every page of SQLite's manual), not the page's text: repeated in each page's first
-/// chunk, it made those chunks alike and pulled questions towards them.
-fn is_menu(list: NodeRef<'_, Node>) -> bool {
-    let items: Vec<ElementRef<'_>> = list
-        .children()
-        .filter_map(ElementRef::wrap)
-        .filter(|e| e.value().name() == "li")
-        .collect();
-    let all_links = |li: &ElementRef<'_>| {
-        let text = collapse_ws(&li.text().collect::<String>());
-        let linked: String = li
-            .descendants()
-            .filter_map(ElementRef::wrap)
-            .filter(|e| e.value().name() == "a")
-            .map(|a| a.text().collect::<String>())
-            .collect::<Vec<_>>()
-            .join(" ");
-        !text.is_empty() && collapse_ws(&linked) == text
+/// Whether `block` (a list, paragraph or division) is a menu or a trail: at least
+/// `MENU_LINKS` links, and no letter or digit outside them ("Modules | Directives | FAQ",
+/// "Apache > HTTP Server > Documentation", a list of links). Before the first heading of a
+/// page that has one, such a block is the site's navigation (atop every page of SQLite's
+/// and Apache's manuals, under classes and ids no rule names), not the page's text:
+/// repeated in each page's first chunk, it made those chunks alike and pulled questions
+/// towards them.
+fn is_menu(block: NodeRef<'_, Node>) -> bool {
+    let Some(el) = ElementRef::wrap(block) else {
+        return false;
     };
-    items.len() >= MENU_ITEMS && items.iter().all(all_links)
+    let links: Vec<ElementRef<'_>> = el
+        .descendants()
+        .filter_map(ElementRef::wrap)
+        .filter(|e| e.value().name() == "a")
+        .collect();
+    if links.len() < MENU_LINKS || !links.iter().any(|a| a.text().any(|t| !t.trim().is_empty())) {
+        return false;
+    }
+    // The text that is not inside a link.
+    let mut outside = el.descendants().filter_map(|n| {
+        let in_link = n
+            .ancestors()
+            .take_while(|a| a.id() != block.id())
+            .any(|a| a.value().as_element().is_some_and(|e| e.name() == "a"));
+        n.value().as_text().filter(|_| !in_link)
+    });
+    outside.all(|t| t.chars().all(|c| !c.is_alphanumeric()))
 }
 
 /// Whether the page has a heading that starts a section (outside furniture).
@@ -256,7 +261,7 @@ impl Walk {
                 }
                 if self.headed
                     && self.sections.is_empty()
-                    && matches!(name, "ul" | "ol")
+                    && matches!(name, "ul" | "ol" | "p" | "div")
                     && is_menu(node)
                 {
                     return;
@@ -557,6 +562,11 @@ mod tests {
             <li><a href="javascript:void(0)">Menu</a><li><a href="about.html">About</a>
             <li><a href="docs.html">Documentation</a></ul></div>
             <ul><li>Rebuilds the file <li>Repacks it <li><a href="x.html">frees</a> pages</ul>
+            <p class="menu"><a href="m.html">Modules</a> | <a href="d.html">Directives</a> |
+            <a href="g.html">Glossary</a></p>
+            <div id="path"><a href="/">Apache</a> &gt; <a href="/s">Server</a> &gt;
+            <a href="/d">Docs</a></div>
+            <p>See <a href="a.html">one</a>, <a href="b.html">two</a> and <a href="c.html">three</a>.</p>
             <h2>1. Description</h2><p>The VACUUM command rebuilds the database file.</p>
             <p>See also:</p><ul><li><a href="a.html">ANALYZE</a><li><a href="b.html">REINDEX</a>
             <li><a href="c.html">PRAGMA</a></ul></body></html>"#;
@@ -567,6 +577,14 @@ mod tests {
             "{all}"
         );
         assert!(all.contains("Small. Fast. Reliable."), "{all}");
+        assert!(
+            !all.contains("Glossary") && !all.contains("Server"),
+            "a trail: {all}"
+        );
+        assert!(
+            all.contains("See [one]"),
+            "a sentence of links stays: {all}"
+        );
         assert!(
             all.contains("Repacks it"),
             "a list with its own text stays: {all}"
