@@ -1081,6 +1081,33 @@ fn follow_ups_carry_the_earlier_subject_and_new_subjects_stand_alone() {
     assert!(r.carried.contains(&"password".to_string()), "{r:?}");
 }
 
+/// A KB's topic vectors are embedded once and read back from its folder after; other
+/// texts, or a damaged file, are embedded again.
+#[test]
+fn topic_vectors_are_kept_in_the_kb_folder() {
+    use sextant::kb::domain::{topic_vectors, TOPIC_VECTORS};
+    let kb = shared_kb().lock().unwrap();
+    let path = kb.store().dir().join(TOPIC_VECTORS);
+    let texts = vec!["Rolling back a deployment".to_string(), "TLS".to_string()];
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let fresh = kb.embedder.embed(&refs).unwrap();
+    assert_eq!(topic_vectors(&kb, &texts).unwrap(), fresh);
+    // What the file holds is what comes back: its first value changed on disk.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[40..44].copy_from_slice(&0.5f32.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(topic_vectors(&kb, &texts).unwrap()[0][0], 0.5);
+    // Other texts are not the cached ones.
+    let other = vec!["Rolling back a deployment".to_string()];
+    let alone = topic_vectors(&kb, &other).unwrap();
+    assert_ne!(alone[0][0], 0.5);
+    assert!(cosine(&alone[0], &fresh[0]) > 0.9999);
+    // A truncated file is embedded again, and rewritten whole.
+    std::fs::write(&path, &bytes[..100]).unwrap();
+    assert_eq!(topic_vectors(&kb, &texts).unwrap(), fresh);
+    assert_eq!(std::fs::read(&path).unwrap().len(), 40 + 2 * 384 * 4);
+}
+
 /// A short query is embedded on one thread (`embed::ONE_THREAD_TOKENS`), a long batch on
 /// all of them: the query's vector is the same either way.
 #[test]

@@ -134,8 +134,7 @@ impl Evidence {
             if !domain.description.is_empty() {
                 texts.push(domain.description.clone());
             }
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let vectors = kb.embedder.embed(&refs)?;
+            let vectors = crate::kb::domain::topic_vectors(kb, &texts)?;
             Ok((domain, vectors))
         })?;
         let domain_score = topic_vectors
