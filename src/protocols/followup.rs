@@ -4,10 +4,10 @@
 //! on the earlier turns (it opens like a continuation, points back with "it", "that",
 //! "those"…, or names nothing the KB holds as specific) carries the specific words of
 //! the turn before it (and of the one before that, when that turn carried nothing); a
-//! question that names its own subject and does not point back is
-//! a new topic and is searched as asked. A pointer that could point into the question
-//! itself ("…create temp tables on it?") carries the subject tentatively: the evidence
-//! then leads with the question's own words (`is_tentative`).
+//! question that names its own subject and does not point back is a new topic and is
+//! searched as asked. A pointer that could point into the question itself ("…create temp
+//! tables on it?") carries the subject tentatively: the evidence then leads with the
+//! question's own words (`is_tentative`).
 
 use anyhow::Result;
 use serde::Serialize;

@@ -86,7 +86,15 @@ fn is_menu(block: NodeRef<'_, Node>) -> bool {
         .filter_map(ElementRef::wrap)
         .filter(|e| e.value().name() == "a")
         .collect();
-    if links.len() < MENU_LINKS || !links.iter().any(|a| a.text().any(|t| !t.trim().is_empty())) {
+    // A block that holds a heading holds the page's start, however linked its text.
+    let heading = el
+        .descendants()
+        .filter_map(ElementRef::wrap)
+        .any(|e| heading_level(e.value().name()).is_some());
+    if heading
+        || links.len() < MENU_LINKS
+        || !links.iter().any(|a| a.text().any(|t| !t.trim().is_empty()))
+    {
         return false;
     }
     // The text that is not inside a link.
@@ -593,6 +601,13 @@ mod tests {
             all.contains("REINDEX"),
             "links after the first heading stay: {all}"
         );
+        // A contents block whose heading is a link too is where the page starts.
+        let contents = r#"<html><body><div class="toc"><h2><a href="c.html">Contents</a></h2>
+            <ul><li><a href="a.html">Alpha</a><li><a href="b.html">Beta</a><li><a href="g.html">Gamma</a>
+            </ul></div></body></html>"#;
+        let doc = parse(contents, "contents");
+        let all: String = doc.sections.iter().map(|s| s.text.clone()).collect();
+        assert!(all.contains("Beta"), "{all}");
         let index = r#"<html><body><ul><li><a href="a.html">Alpha</a>
             <li><a href="b.html">Beta</a><li><a href="c.html">Gamma</a></ul></body></html>"#;
         let doc = parse(index, "index");
