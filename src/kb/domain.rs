@@ -85,10 +85,17 @@ pub fn topic_vectors(kb: &KnowledgeBase, texts: &[String]) -> Result<Vec<Vec<f32
     for v in &vectors {
         bytes.extend(v.iter().flat_map(|x| x.to_le_bytes()));
     }
-    // Written whole under another name, then renamed: a reader never sees half a file.
-    let partial = path.with_extension(format!("{}.partial", std::process::id()));
-    if std::fs::write(&partial, &bytes).is_ok() && std::fs::rename(&partial, &path).is_err() {
-        let _ = std::fs::remove_file(&partial);
+    // Written whole under a per-process name, then renamed (as the vector index is): a
+    // reader never sees half a file, and a failed write leaves nothing behind.
+    let tmp = kb
+        .store
+        .dir()
+        .join(format!("{TOPIC_VECTORS}.{}.tmp", std::process::id()));
+    if std::fs::write(&tmp, &bytes)
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .is_err()
+    {
+        let _ = std::fs::remove_file(&tmp);
     }
     Ok(vectors)
 }
