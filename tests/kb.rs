@@ -1129,3 +1129,71 @@ fn a_query_embedded_alone_matches_its_vector_in_a_large_batch() {
         "the batch's texts are not the query"
     );
 }
+
+/// A site's footer, on every page under classes no rule names, is stored once; a second
+/// ingest of the unchanged folder reads no page again (the blocks are cached) and a page
+/// that changes is counted with the rest.
+#[test]
+fn a_footer_repeated_on_every_page_is_kept_on_one_page() {
+    use sextant::kb::ingest::PAGE_BLOCKS;
+    let site = tempfile::tempdir().unwrap();
+    let topics = [
+        "rolling back a release",
+        "rotating TLS certificates",
+        "scaling the worker pool",
+        "restoring a database backup",
+        "draining a node for maintenance",
+        "tuning garbage collection",
+        "reading the audit log",
+        "pinning a dependency version",
+        "throttling the ingest queue",
+        "renewing an API token",
+        "moving a volume between zones",
+        "silencing a noisy alert",
+    ];
+    for (i, topic) in topics.iter().enumerate() {
+        let page = format!(
+            "<html><head><title>{topic}</title></head><body><h1>{topic}</h1>\
+             <p>This page is about {topic}, step by step, with the commands it needs.</p>\
+             <div id=\"ft\"><p>Copyright 2026 Example Corp. Licensed under the Example \
+             Licence 2.0.</p><p>Last updated 2026-11-{:02} 10:00:00 UTC</p></div></body></html>",
+            i + 1
+        );
+        std::fs::write(site.path().join(format!("page-{i:02}.html")), page).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (kb, report) = ingest_into(dir.path(), &[site.path().to_path_buf()]);
+    assert_eq!(report.added.len(), 12);
+    assert_eq!(report.repeated_blocks, 22, "two blocks on 11 pages");
+    let holders = |kb: &KnowledgeBase, text: &str| -> Vec<String> {
+        chunk_set(kb)
+            .into_iter()
+            .filter(|(_, _, t)| t.contains(text))
+            .map(|(file, _, _)| file)
+            .collect()
+    };
+    assert_eq!(holders(&kb, "Example Licence"), ["page-00.html"]);
+    assert_eq!(holders(&kb, "Last updated"), ["page-00.html"]);
+    assert_eq!(holders(&kb, "step by step").len(), 12);
+    let cache = std::fs::read(dir.path().join(PAGE_BLOCKS)).unwrap();
+    drop(kb);
+
+    // Nothing changed: nothing read again, and the cache is left as it was.
+    let (kb, report) = ingest_into(dir.path(), &[site.path().to_path_buf()]);
+    assert_eq!((report.unchanged, report.repeated_blocks), (12, 0));
+    assert_eq!(std::fs::read(dir.path().join(PAGE_BLOCKS)).unwrap(), cache);
+    drop(kb);
+
+    // One page changed: it is read again and still loses the footer.
+    let changed = site.path().join("page-05.html");
+    let text = std::fs::read_to_string(&changed).unwrap();
+    std::fs::write(&changed, text.replace("step by step", "in five steps")).unwrap();
+    let (kb, report) = ingest_into(dir.path(), &[site.path().to_path_buf()]);
+    assert_eq!(
+        (report.changed.len(), report.repeated_blocks),
+        (1, 2),
+        "{report:?}"
+    );
+    assert_eq!(holders(&kb, "Example Licence"), ["page-00.html"]);
+    assert_ne!(std::fs::read(dir.path().join(PAGE_BLOCKS)).unwrap(), cache);
+}

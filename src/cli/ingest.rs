@@ -86,6 +86,12 @@ pub fn run_ingest(
             report.chunks_embedded,
             report.seconds
         );
+        if report.repeated_blocks > 0 {
+            println!(
+                "  left out {} copies of blocks repeated across a folder's pages (footers, copyright lines); one page keeps each",
+                report.repeated_blocks
+            );
+        }
         for (file, why) in &report.skipped {
             println!("  skipped {file}: {why}");
         }

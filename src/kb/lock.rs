@@ -12,6 +12,7 @@ pub const LOCK_FILE: &str = "writer.lock";
 #[derive(Debug)]
 pub struct WriterLock {
     _file: File,
+    dir: PathBuf,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -65,7 +66,10 @@ impl WriterLock {
                     crate::jsonl::now_rfc3339()
                 )
                 .map_err(io)?;
-                Ok(WriterLock { _file: file })
+                Ok(WriterLock {
+                    _file: file,
+                    dir: dir.to_path_buf(),
+                })
             }
             Err(TryLockError::WouldBlock) => {
                 let mut holder = String::new();
@@ -82,6 +86,11 @@ impl WriterLock {
             }
             Err(TryLockError::Error(e)) => Err(io(e)),
         }
+    }
+
+    /// The folder locked: the KB's.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 }
 

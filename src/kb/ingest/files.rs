@@ -135,6 +135,7 @@ pub(super) fn check_file<T: DocumentLedger + ?Sized>(
         hash,
         mtime_ns,
         existed: existing.is_some(),
+        boilerplate: None,
     }))
 }
 

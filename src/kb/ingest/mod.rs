@@ -4,15 +4,18 @@
 //! already stored is lost because of it.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+mod boilerplate;
 mod eta;
 mod files;
 mod prepare;
 
+pub use boilerplate::{Boilerplate, PAGE_BLOCKS};
 pub use eta::Eta;
 
 pub use files::{content_hash, Candidate};
@@ -99,6 +102,9 @@ pub struct IngestReport {
     pub chunks_embedded: usize,
     /// Files a user removed from the KB, left out (`sextant kb restore` adds one back).
     pub excluded: Vec<String>,
+    /// Blocks left out of the pages read because they repeat across their folder's pages
+    /// (footers, copyright lines; `boilerplate`).
+    pub repeated_blocks: usize,
     pub seconds: f64,
 }
 
@@ -174,8 +180,10 @@ pub struct IngestRun {
     since_checkpoint: usize,
     checkpoint_every: usize,
     max_file_bytes: u64,
+    /// The blocks repeated across the run's pages, counted before any file is read.
+    boilerplate: Arc<Boilerplate>,
     start: Instant,
-    _writer: WriterLock,
+    writer: WriterLock,
 }
 
 /// A file of the run, with the root it is recorded under.
@@ -193,12 +201,16 @@ pub struct Work {
     pub(super) hash: String,
     pub(super) mtime_ns: i64,
     pub(super) existed: bool,
+    /// What to leave out of the parsed page as repeated (None: nothing).
+    pub(super) boilerplate: Option<Arc<Boilerplate>>,
 }
 
 /// A file parsed, chunked and embedded, ready to commit (or why it is skipped).
 pub struct Prepared {
     pub(super) work: Work,
     pub(super) result: Result<(ParsedDoc, Vec<NewChunk>, Vec<Vec<f32>>)>,
+    /// Repeated blocks left out of the page.
+    pub(super) repeated: usize,
 }
 
 impl IngestRun {
@@ -225,8 +237,9 @@ impl IngestRun {
             since_checkpoint: 0,
             checkpoint_every: opts.checkpoint_every,
             max_file_bytes: opts.max_file_bytes,
+            boilerplate: Arc::default(),
             start: Instant::now(),
-            _writer: writer,
+            writer,
         };
         for root in roots {
             let key = root_key(root)?;
@@ -238,7 +251,42 @@ impl IngestRun {
             }));
             run.roots.push((key, root.is_dir()));
         }
+        if !run.files.is_empty() {
+            run.boilerplate = Arc::new(run.learn_boilerplate(run.writer.dir(), opts));
+        }
         Ok(run)
+    }
+
+    /// Counts the repeated blocks of the run's pages: every page, changed or not, so that
+    /// a run resumed after a stop leaves out what an uninterrupted one would. Pages parsed
+    /// before are looked up by content hash in the KB folder's cache.
+    fn learn_boilerplate(&self, dir: &Path, opts: &IngestOptions) -> Boilerplate {
+        let pages: Vec<boilerplate::Page<'_>> = self
+            .files
+            .iter()
+            .filter(|f| f.candidate.bytes <= self.max_file_bytes)
+            .map(|f| boilerplate::Page {
+                root: &f.root,
+                rel: &f.candidate.rel,
+                abs: &f.candidate.abs,
+            })
+            .collect();
+        let cache = boilerplate::BlocksCache::open(dir);
+        let found = Boilerplate::learn(&pages, &|page| {
+            let bytes = std::fs::read(page.abs).ok()?;
+            let hash = content_hash(page.rel, &bytes);
+            cache.get(page, &hash, || {
+                prepare::parse_file(page.abs, &bytes, opts).ok()
+            })
+        });
+        let walked: Vec<&str> = self
+            .roots
+            .iter()
+            .filter(|(_, is_dir)| *is_dir)
+            .map(|(root, _)| root.as_str())
+            .collect();
+        cache.save(dir, &walked);
+        found
     }
 
     /// A run over one stored document (`root`, `path` as the store has them) that reads it
@@ -296,7 +344,10 @@ impl IngestRun {
             }
         }
         match check_file(ledger, root, candidate, self.max_file_bytes, self.force) {
-            Ok(Some(work)) => Some(work),
+            Ok(Some(mut work)) => {
+                work.boilerplate = (!self.boilerplate.is_empty()).then(|| self.boilerplate.clone());
+                Some(work)
+            }
             Ok(None) => {
                 self.report.unchanged += 1;
                 None
@@ -321,7 +372,11 @@ impl IngestRun {
         target: &mut T,
         prepared: Prepared,
     ) -> Result<usize> {
-        let Prepared { work, result } = prepared;
+        let Prepared {
+            work,
+            result,
+            repeated,
+        } = prepared;
         let (parsed, chunks, vectors) = match result {
             Ok(r) => r,
             Err(e) => {
@@ -359,6 +414,7 @@ impl IngestRun {
             self.report.added.push(work.rel);
         }
         self.report.chunks_embedded += chunks.len();
+        self.report.repeated_blocks += repeated;
         if !chunks.is_empty() {
             self.since_checkpoint += 1;
             if self.since_checkpoint >= self.checkpoint_every {

@@ -1,6 +1,8 @@
 //! A file's work away from the KB: parse (in a worker), chunk, embed; several files'
 //! chunks embedded together.
 
+use std::path::Path;
+
 use anyhow::Result;
 use tokenizers::Tokenizer;
 
@@ -57,18 +59,19 @@ impl Work {
             .expect("one prepared per work")
     }
 
+    /// The parsed page, its chunks, and how many repeated blocks were left out of it.
     fn parse_and_chunk(
         &self,
         tok: &Tokenizer,
         opts: &IngestOptions,
-    ) -> Result<(ParsedDoc, Vec<NewChunk>)> {
-        let parsed = match &opts.isolation {
-            Some(iso) => parse::worker::parse_isolated(iso, &self.abs, &self.bytes)?,
-            None => std::panic::catch_unwind(|| parse::parse(&self.abs, &self.bytes))
-                .map_err(|_| anyhow::anyhow!("the parser panicked on this file"))??,
-        };
+    ) -> Result<(ParsedDoc, Vec<NewChunk>, usize)> {
+        let mut parsed = parse_file(&self.abs, &self.bytes, opts)?;
+        let repeated = self
+            .boilerplate
+            .as_ref()
+            .map_or(0, |b| b.strip(&self.root, &self.rel, &mut parsed));
         let chunks = make_chunks(&parsed, tok, opts.chunk)?;
-        Ok((parsed, chunks))
+        Ok((parsed, chunks, repeated))
     }
 
     /// `prepare` for several files at once (see `PREPARE_GROUP`); one result per work, in
@@ -79,12 +82,12 @@ impl Work {
         tok: &Tokenizer,
         opts: &IngestOptions,
     ) -> Vec<Prepared> {
-        let parsed: Vec<Result<(ParsedDoc, Vec<NewChunk>)>> =
+        let parsed: Vec<Result<(ParsedDoc, Vec<NewChunk>, usize)>> =
             works.iter().map(|w| w.parse_and_chunk(tok, opts)).collect();
         let texts: Vec<String> = parsed
             .iter()
             .flatten()
-            .flat_map(|(doc, chunks)| {
+            .flat_map(|(doc, chunks, _)| {
                 chunks
                     .iter()
                     .map(|ch| embed_text(&doc.sections[ch.section].path, &ch.text))
@@ -96,15 +99,29 @@ impl Work {
             .into_iter()
             .zip(parsed)
             .map(|(work, parsed)| {
-                let result = parsed.and_then(|(doc, chunks)| match &mut vectors {
+                let repeated = parsed.as_ref().map_or(0, |(_, _, n)| *n);
+                let result = parsed.and_then(|(doc, chunks, _)| match &mut vectors {
                     Ok(all) => {
                         let mine = all.by_ref().take(chunks.len()).collect();
                         Ok((doc, chunks, mine))
                     }
                     Err(e) => Err(anyhow::anyhow!("embedding failed: {e:#}")),
                 });
-                Prepared { work, result }
+                Prepared {
+                    work,
+                    result,
+                    repeated,
+                }
             })
             .collect()
+    }
+}
+
+/// Parses a file, in a worker when the options say so.
+pub(super) fn parse_file(path: &Path, bytes: &[u8], opts: &IngestOptions) -> Result<ParsedDoc> {
+    match &opts.isolation {
+        Some(iso) => parse::worker::parse_isolated(iso, path, bytes),
+        None => std::panic::catch_unwind(|| parse::parse(path, bytes))
+            .map_err(|_| anyhow::anyhow!("the parser panicked on this file"))?,
     }
 }

@@ -1,0 +1,535 @@
+//! Page furniture that no markup names: a block of text repeated across the pages of one
+//! site (Python's licence footer on 528 of 530 pages, "Part of the git(1) suite" on 157
+//! of 160, SQLite's "Small. Fast. Reliable. Choose any three.", Apache's copyright line).
+//! Each copy made its page's last chunk like every other page's and pulled questions
+//! about licences, versions or dates to it. Before an ingest reads its files, its HTML
+//! pages are parsed once to count in how many pages of each folder (the root and every
+//! folder under it) each block occurs. A block in at least `MIN_SHARE` of a folder's
+//! pages (a folder of `MIN_FOLDER` pages or more) is furniture there: it is kept only on
+//! the root's first page that has it (by path), so the KB still holds it once, and left
+//! out of the folder's other pages.
+//!
+//! A block shared by some pages is content and stays on each: git's diff options,
+//! included in six of 160 manual pages; Python's "New in version 3.8." on 79 of 317
+//! library pages. Only HTML is counted: Markdown marks no furniture that this would find,
+//! and PDF has its own per-page rule.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use crate::kb::parse::{code_fences, DocKind, ParsedDoc};
+
+/// Pages a folder needs (its own and its subfolders') for its blocks to be counted.
+const MIN_FOLDER: usize = 10;
+
+/// The share of a folder's pages a block must occur in, at least, to be furniture.
+const MIN_SHARE: f64 = 0.5;
+
+/// Words a block needs to be counted, one of them with a letter ("See also" or "Note"
+/// name a part; they are not furniture).
+const MIN_WORDS: usize = 3;
+
+/// The repeated blocks of one ingest and the page that keeps each.
+#[derive(Debug, Default)]
+pub struct Boilerplate {
+    /// (folder, block): furniture in that folder (`folder_key`).
+    furniture: HashSet<(u64, u64)>,
+    /// (root, block) → the path of the page that keeps it.
+    keepers: HashMap<(u64, u64), String>,
+}
+
+/// One page to count: the root it is recorded under, its path there, and the file.
+pub struct Page<'a> {
+    pub root: &'a str,
+    pub rel: &'a str,
+    pub abs: &'a Path,
+}
+
+impl Boilerplate {
+    /// Counts the blocks of `pages` folder by folder; `blocks` gives a page's (None for a
+    /// page that cannot be read, left out of the counts).
+    pub fn learn(
+        pages: &[Page<'_>],
+        blocks: &(dyn Fn(&Page<'_>) -> Option<HashSet<u64>> + Sync),
+    ) -> Self {
+        let mut roots: HashMap<&str, Vec<&Page<'_>>> = HashMap::new();
+        for p in pages
+            .iter()
+            .filter(|p| DocKind::from_path(p.abs) == Some(DocKind::Html))
+        {
+            roots.entry(p.root).or_default().push(p);
+        }
+        let mut found = Boilerplate::default();
+        for (root, mut pages) in roots {
+            if pages.len() < MIN_FOLDER {
+                continue;
+            }
+            pages.sort_by(|a, b| a.rel.cmp(b.rel));
+            let sets: Vec<Vec<u64>> = pages
+                .par_iter()
+                .map(|p| {
+                    let mut v: Vec<u64> = blocks(p).unwrap_or_default().into_iter().collect();
+                    v.sort_unstable();
+                    v
+                })
+                .collect();
+            found.learn_root(root, &pages, &sets);
+        }
+        found
+    }
+
+    /// One root's pages (sorted by path) and their blocks.
+    fn learn_root(&mut self, root: &str, pages: &[&Page<'_>], sets: &[Vec<u64>]) {
+        // Blocks on too few pages to be furniture anywhere, left out before counting
+        // by folder: nearly all of them occur once.
+        let least = (MIN_SHARE * MIN_FOLDER as f64).ceil() as usize;
+        let mut all: Vec<u64> = sets.iter().flatten().copied().collect();
+        all.sort_unstable();
+        let candidates: HashSet<u64> = all
+            .chunk_by(|a, b| a == b)
+            .filter(|run| run.len() >= least)
+            .map(|run| run[0])
+            .collect();
+        drop(all);
+        let mut folder_pages: HashMap<u64, usize> = HashMap::new();
+        let mut counts: HashMap<(u64, u64), usize> = HashMap::new();
+        for (page, set) in pages.iter().zip(sets) {
+            let folders: Vec<u64> = folders_of(page.rel).map(|f| folder_key(root, f)).collect();
+            for &f in &folders {
+                *folder_pages.entry(f).or_default() += 1;
+            }
+            for &b in set.iter().filter(|b| candidates.contains(b)) {
+                self.keepers
+                    .entry((folder_key(root, ""), b))
+                    .or_insert_with(|| page.rel.to_string());
+                for &f in &folders {
+                    *counts.entry((f, b)).or_default() += 1;
+                }
+            }
+        }
+        for ((f, b), n) in counts {
+            let size = folder_pages[&f];
+            if size >= MIN_FOLDER && n as f64 >= MIN_SHARE * size as f64 {
+                self.furniture.insert((f, b));
+            }
+        }
+        let furniture: HashSet<u64> = self.furniture.iter().map(|&(_, b)| b).collect();
+        self.keepers.retain(|(_, b), _| furniture.contains(b));
+    }
+
+    /// Whether any block was found repeated.
+    pub fn is_empty(&self) -> bool {
+        self.furniture.is_empty()
+    }
+
+    /// Leaves the repeated blocks out of `doc` (the page `rel` under `root`) unless it is
+    /// the page that keeps them; returns how many blocks were left out.
+    pub fn strip(&self, root: &str, rel: &str, doc: &mut ParsedDoc) -> usize {
+        if self.furniture.is_empty() || doc.kind != DocKind::Html {
+            return 0;
+        }
+        let folders: Vec<u64> = folders_of(rel).map(|f| folder_key(root, f)).collect();
+        let root_key = folder_key(root, "");
+        let mut left_out = 0;
+        for section in &mut doc.sections {
+            let units = units(&section.text);
+            let kept: Vec<&str> = units
+                .iter()
+                .filter(|u| {
+                    let drop = u.fingerprint.is_some_and(|b| {
+                        folders.iter().any(|&f| self.furniture.contains(&(f, b)))
+                            && self
+                                .keepers
+                                .get(&(root_key, b))
+                                .is_some_and(|keeper| keeper != rel)
+                    });
+                    left_out += drop as usize;
+                    !drop
+                })
+                .map(|u| &section.text[u.start..u.end])
+                .collect();
+            if kept.len() < units.len() {
+                section.text = kept.join("\n\n");
+            }
+        }
+        left_out
+    }
+}
+
+/// The folders a page is in, from its root down: "" (the root), "library", …
+fn folders_of(rel: &str) -> impl Iterator<Item = &str> {
+    std::iter::once("").chain(rel.match_indices('/').map(|(i, _)| &rel[..i]))
+}
+
+/// A folder of a root, as the counts key it.
+fn folder_key(root: &str, folder: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    (root, folder).hash(&mut h);
+    h.finish()
+}
+
+/// The file in a KB's folder that keeps each page's block fingerprints between ingests,
+/// with the content hash they were made from: a run over a folder where little changed
+/// (a live sync, a resumed ingest) parses only the pages that did.
+pub const PAGE_BLOCKS: &str = "page-blocks.bin";
+
+/// What `PAGE_BLOCKS` starts with; a change to what a fingerprint is changes it.
+const PAGE_BLOCKS_MAGIC: &[u8; 8] = b"sxblk001";
+
+/// A page's entry: (root, path) → (content hash, sorted fingerprints).
+type Entries = HashMap<(String, String), (String, Vec<u64>)>;
+
+/// `PAGE_BLOCKS` as read, and the pages of this run as they are found.
+pub struct BlocksCache {
+    known: Entries,
+    seen: std::sync::Mutex<Entries>,
+}
+
+impl BlocksCache {
+    /// The cache in `dir` (empty when there is none or it cannot be read as one).
+    pub fn open(dir: &Path) -> BlocksCache {
+        let known = std::fs::read(dir.join(PAGE_BLOCKS))
+            .ok()
+            .and_then(|b| decode(&b))
+            .unwrap_or_default();
+        BlocksCache {
+            known,
+            seen: Default::default(),
+        }
+    }
+
+    /// A page's fingerprints: cached under the same content hash, or from `parse` (then
+    /// kept). None when the page cannot be parsed.
+    pub fn get(
+        &self,
+        page: &Page<'_>,
+        hash: &str,
+        parse: impl FnOnce() -> Option<ParsedDoc>,
+    ) -> Option<HashSet<u64>> {
+        let key = (page.root.to_string(), page.rel.to_string());
+        let set: HashSet<u64> = match self.known.get(&key) {
+            Some((h, v)) if h == hash => v.iter().copied().collect(),
+            _ => fingerprints(&parse()?),
+        };
+        let mut sorted: Vec<u64> = set.iter().copied().collect();
+        sorted.sort_unstable();
+        self.seen
+            .lock()
+            .unwrap()
+            .insert(key, (hash.to_string(), sorted));
+        Some(set)
+    }
+
+    /// Writes the cache to `dir`: this run's pages, and the earlier ones except those
+    /// under `walked` (roots whose whole folder this run listed, so a page of theirs not
+    /// seen is gone). Written whole under a per-process name, then renamed; a folder that
+    /// cannot be written to only loses the cache.
+    pub fn save(self, dir: &Path, walked: &[&str]) {
+        let seen = self.seen.into_inner().unwrap();
+        let mut all: Entries = self
+            .known
+            .iter()
+            .filter(|((root, _), _)| !walked.contains(&root.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        all.extend(seen);
+        if all == self.known {
+            return;
+        }
+        let mut entries: Vec<_> = all.iter().collect();
+        entries.sort();
+        let mut bytes = PAGE_BLOCKS_MAGIC.to_vec();
+        let mut put = |b: &[u8]| {
+            bytes.extend((b.len() as u32).to_le_bytes());
+            bytes.extend(b);
+        };
+        for ((root, rel), (hash, blocks)) in entries {
+            put(root.as_bytes());
+            put(rel.as_bytes());
+            put(hash.as_bytes());
+            put(&blocks
+                .iter()
+                .flat_map(|b| b.to_le_bytes())
+                .collect::<Vec<u8>>());
+        }
+        let tmp = dir.join(format!("{PAGE_BLOCKS}.{}.tmp", std::process::id()));
+        if std::fs::write(&tmp, &bytes)
+            .and_then(|()| std::fs::rename(&tmp, dir.join(PAGE_BLOCKS)))
+            .is_err()
+        {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+}
+
+/// `PAGE_BLOCKS`'s entries; None for a file that is not one.
+fn decode(bytes: &[u8]) -> Option<Entries> {
+    let mut rest = bytes.strip_prefix(PAGE_BLOCKS_MAGIC.as_slice())?;
+    let mut field = || -> Option<Option<&[u8]>> {
+        if rest.is_empty() {
+            return Some(None);
+        }
+        let (len, tail) = rest.split_at_checked(4)?;
+        let len = u32::from_le_bytes(len.try_into().ok()?) as usize;
+        let (value, tail) = tail.split_at_checked(len)?;
+        rest = tail;
+        Some(Some(value))
+    };
+    let text = |b: &[u8]| String::from_utf8(b.to_vec()).ok();
+    let mut out = Entries::new();
+    while let Some(root) = field()? {
+        let rel = field()??;
+        let hash = field()??;
+        let blocks = field()??;
+        if blocks.len() % 8 != 0 {
+            return None;
+        }
+        let blocks = blocks
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        out.insert((text(root)?, text(rel)?), (text(hash)?, blocks));
+    }
+    Some(out)
+}
+
+/// A block of a section's Markdown: lines between blank lines, a fenced code block whole.
+struct Unit {
+    start: usize,
+    end: usize,
+    /// None for code and for blocks too short to count.
+    fingerprint: Option<u64>,
+}
+
+fn units(text: &str) -> Vec<Unit> {
+    let fences = code_fences(text);
+    let in_fence = |pos: usize| fences.iter().any(|&(s, e)| pos >= s && pos < e);
+    let mut out: Vec<Unit> = Vec::new();
+    let mut open: Option<(usize, usize, bool)> = None; // start, end, holds code
+    let mut pos = 0;
+    for line in text.split_inclusive('\n') {
+        let code = in_fence(pos);
+        let blank = line.trim().is_empty() && !code;
+        if blank {
+            if let Some((s, e, c)) = open.take() {
+                out.push(unit(text, s, e, c));
+            }
+        } else {
+            let end = pos + line.trim_end_matches(['\n', '\r']).len();
+            open = Some(match open {
+                Some((s, _, c)) => (s, end, c || code),
+                None => (pos, end, code),
+            });
+        }
+        pos += line.len();
+    }
+    if let Some((s, e, c)) = open {
+        out.push(unit(text, s, e, c));
+    }
+    out
+}
+
+fn unit(text: &str, start: usize, end: usize, code: bool) -> Unit {
+    let fingerprint = (!code)
+        .then(|| normalized(&text[start..end]))
+        .and_then(|n| {
+            let words = n.split_whitespace().count();
+            (words >= MIN_WORDS && n.chars().any(char::is_alphabetic)).then(|| {
+                let mut h = DefaultHasher::new();
+                n.hash(&mut h);
+                h.finish()
+            })
+        });
+    Unit {
+        start,
+        end,
+        fingerprint,
+    }
+}
+
+/// A block's text as its copies on other pages share it: links without their targets
+/// ("« [previous](a.html) | [up](../index.html)"), dates, times and years as one digit
+/// per number (a word of four digits or more: "2026-11-27", "00:35:55"; "3.8" stays, so
+/// "New in version 3.8." and "…3.9." differ), lower case, single spaces.
+fn normalized(block: &str) -> String {
+    let mut out = String::with_capacity(block.len());
+    let mut rest = block;
+    while let Some(i) = rest.find("](") {
+        out.push_str(&rest[..i + 1]);
+        rest = &rest[i + 2..];
+        rest = rest.find(')').map_or("", |j| &rest[j + 1..]);
+    }
+    out.push_str(rest);
+    let words: Vec<String> = out
+        .split_whitespace()
+        .map(|word| {
+            let word = word.to_lowercase();
+            if word.chars().filter(char::is_ascii_digit).count() < 4 {
+                return word;
+            }
+            let mut squeezed = String::with_capacity(word.len());
+            let mut last_digit = false;
+            for c in word.chars() {
+                let digit = c.is_ascii_digit();
+                if !(digit && last_digit) {
+                    squeezed.push(if digit { '0' } else { c });
+                }
+                last_digit = digit;
+            }
+            squeezed
+        })
+        .collect();
+    words.join(" ")
+}
+
+/// The fingerprints of a page's blocks.
+pub fn fingerprints(doc: &ParsedDoc) -> HashSet<u64> {
+    doc.sections
+        .iter()
+        .flat_map(|s| units(&s.text))
+        .filter_map(|u| u.fingerprint)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kb::parse::Section;
+
+    fn page(body: &str) -> ParsedDoc {
+        ParsedDoc {
+            kind: DocKind::Html,
+            title: "t".into(),
+            sections: vec![Section {
+                heading: "H".into(),
+                path: vec!["H".into()],
+                level: 1,
+                anchor: "h".into(),
+                page: None,
+                text: body.into(),
+            }],
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn blocks_repeated_across_a_folder_are_kept_on_one_page() {
+        let footer = |i: usize| {
+            format!("« [previous](p{i}.html) | [up](index.html) | [next](n{i}.html) »\n\nLast updated 2026-11-{i:02} 00:35:{i:02} UTC")
+        };
+        let code = "```sh\ngit log\n\ngit log --stat --all\n```";
+        // Twelve pages at the top and ten in `api/`, all with the footer (dates and link
+        // targets differ); three share an included option list; `api/`'s pages share a
+        // banner that no other page has; every page has the same code example.
+        let bodies: Vec<(String, String)> = (0..22)
+            .map(|i| {
+                let rel = if i < 12 {
+                    format!("a{i:02}.html")
+                } else {
+                    format!("api/r{i:02}.html")
+                };
+                let mut body = format!("This page explains topic number {i} and nothing else.");
+                if i < 3 {
+                    body += "\n\n- `--stat`: show a diffstat of the changes made";
+                }
+                if i >= 12 {
+                    body += "\n\nThis is the reference of the C interface.";
+                }
+                (rel, format!("{body}\n\n{code}\n\n{}", footer(i)))
+            })
+            .collect();
+        let parsed: HashMap<String, ParsedDoc> = bodies
+            .iter()
+            .map(|(rel, body)| (rel.clone(), page(body)))
+            .collect();
+        let pages: Vec<Page<'_>> = bodies
+            .iter()
+            .map(|(rel, _)| Page {
+                root: "/docs",
+                rel,
+                abs: Path::new(rel),
+            })
+            .collect();
+        let bp = Boilerplate::learn(&pages, &|p: &Page<'_>| parsed.get(p.rel).map(fingerprints));
+        let stripped = |rel: &str| {
+            let mut d = parsed[rel].clone();
+            let n = bp.strip("/docs", rel, &mut d);
+            (n, d.sections[0].text.clone())
+        };
+        // The root's first page keeps the footer; `api/`'s first the banner.
+        let (n, first) = stripped("api/r12.html");
+        assert_eq!(n, 2, "{first}");
+        assert!(first.contains("the C interface"), "{first}");
+        let (n, top) = stripped("a00.html");
+        assert_eq!(n, 0, "{top}");
+        let (n, fifth) = stripped("a05.html");
+        assert_eq!(n, 2, "{fifth}");
+        assert_eq!(
+            fifth,
+            format!("This page explains topic number 5 and nothing else.\n\n{code}")
+        );
+        let (n, second) = stripped("a01.html");
+        assert_eq!(n, 2);
+        assert!(second.contains("--stat`: show a diffstat"), "{second}");
+        let (n, api) = stripped("api/r20.html");
+        assert_eq!(n, 3, "{api}");
+        // Ten pages are fewer than a folder needs.
+        assert!(Boilerplate::learn(&pages[..9], &|p: &Page<'_>| {
+            parsed.get(p.rel).map(fingerprints)
+        })
+        .is_empty());
+    }
+
+    #[test]
+    fn the_cache_parses_a_page_again_only_when_it_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let doc = page("A block of enough words to count.");
+        let at = |root: &'static str, rel: &'static str| Page {
+            root,
+            rel,
+            abs: Path::new(rel),
+        };
+        let cache = BlocksCache::open(dir.path());
+        let first = cache.get(&at("/a", "x.html"), "h1", || Some(doc.clone()));
+        assert_eq!(first.as_ref().map(HashSet::len), Some(1));
+        assert!(cache
+            .get(&at("/a", "y.html"), "h2", || Some(doc.clone()))
+            .is_some());
+        assert!(cache
+            .get(&at("/b", "z.html"), "h3", || Some(doc.clone()))
+            .is_some());
+        cache.save(dir.path(), &["/a", "/b"]);
+
+        let cache = BlocksCache::open(dir.path());
+        // Same hash: from the cache, not parsed.
+        assert_eq!(cache.get(&at("/a", "x.html"), "h1", || None), first);
+        // Changed: parsed again.
+        assert_eq!(cache.get(&at("/a", "y.html"), "h9", || None), None);
+        // /a was walked and y.html could not be parsed: only x.html of /a stays; /b was
+        // not walked, so z.html stays.
+        cache.save(dir.path(), &["/a"]);
+        let cache = BlocksCache::open(dir.path());
+        assert_eq!(cache.get(&at("/b", "z.html"), "h3", || None), first);
+        assert_eq!(cache.get(&at("/a", "y.html"), "h2", || None), None);
+
+        // A file that is not a cache is ignored.
+        std::fs::write(dir.path().join(PAGE_BLOCKS), b"sxblk001\x05\0\0").unwrap();
+        assert!(BlocksCache::open(dir.path()).known.is_empty());
+    }
+
+    #[test]
+    fn normalized_drops_link_targets_and_numbers() {
+        assert_eq!(
+            normalized("Last  updated 2026-11-27 00:35:55 [Home](../index.html)"),
+            "last updated 0-0-0 0:0:0 [home]"
+        );
+        assert_ne!(
+            normalized("New in version 3.8."),
+            normalized("New in version 3.9.")
+        );
+    }
+}
