@@ -1196,4 +1196,16 @@ fn a_footer_repeated_on_every_page_is_kept_on_one_page() {
     );
     assert_eq!(holders(&kb, "Example Licence"), ["page-00.html"]);
     assert_ne!(std::fs::read(dir.path().join(PAGE_BLOCKS)).unwrap(), cache);
+
+    // Re-indexing one page counts it with its folder as the last ingest found it.
+    let mut kb = kb;
+    let report =
+        sextant::kb::documents::reindex(&mut kb, "page-07.html", &IngestOptions::default())
+            .unwrap();
+    assert_eq!(
+        (report.changed.len(), report.repeated_blocks),
+        (1, 2),
+        "{report:?}"
+    );
+    assert_eq!(holders(&kb, "Last updated"), ["page-00.html"]);
 }

@@ -10,12 +10,14 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+mod blocks_cache;
 mod boilerplate;
 mod eta;
 mod files;
 mod prepare;
 
-pub use boilerplate::{Boilerplate, PAGE_BLOCKS};
+pub use blocks_cache::PAGE_BLOCKS;
+pub use boilerplate::Boilerplate;
 pub use eta::Eta;
 
 pub use files::{content_hash, Candidate};
@@ -257,38 +259,6 @@ impl IngestRun {
         Ok(run)
     }
 
-    /// Counts the repeated blocks of the run's pages: every page, changed or not, so that
-    /// a run resumed after a stop leaves out what an uninterrupted one would. Pages parsed
-    /// before are looked up by content hash in the KB folder's cache.
-    fn learn_boilerplate(&self, dir: &Path, opts: &IngestOptions) -> Boilerplate {
-        let pages: Vec<boilerplate::Page<'_>> = self
-            .files
-            .iter()
-            .filter(|f| f.candidate.bytes <= self.max_file_bytes)
-            .map(|f| boilerplate::Page {
-                root: &f.root,
-                rel: &f.candidate.rel,
-                abs: &f.candidate.abs,
-            })
-            .collect();
-        let cache = boilerplate::BlocksCache::open(dir);
-        let found = Boilerplate::learn(&pages, &|page| {
-            let bytes = std::fs::read(page.abs).ok()?;
-            let hash = content_hash(page.rel, &bytes);
-            cache.get(page, &hash, || {
-                prepare::parse_file(page.abs, &bytes, opts).ok()
-            })
-        });
-        let walked: Vec<&str> = self
-            .roots
-            .iter()
-            .filter(|(_, is_dir)| *is_dir)
-            .map(|(root, _)| root.as_str())
-            .collect();
-        cache.save(dir, &walked);
-        found
-    }
-
     /// A run over one stored document (`root`, `path` as the store has them) that reads it
     /// again even if unchanged, and deletes nothing else: re-indexing one document.
     pub fn for_document(
@@ -314,6 +284,7 @@ impl IngestRun {
                 rel: path.to_string(),
             },
         });
+        run.boilerplate = Arc::new(run.learn_boilerplate_of_one(opts));
         Ok(run)
     }
 
