@@ -1227,7 +1227,11 @@ fn the_kb_s_own_subject_need_not_be_in_the_retrieved_sections() {
         "setting a profile picture",
     ];
     for (i, task) in tasks.iter().enumerate() {
-        let mention = if i == 0 { " Zenith users see it too." } else { "" };
+        let mention = if i == 0 {
+            " Zenith users see it too."
+        } else {
+            ""
+        };
         std::fs::write(
             docs.path().join(format!("guide-{i}.md")),
             format!("# Acme: {task}\n\nThis guide covers {task} in Acme, one step at a time.{mention}\n"),

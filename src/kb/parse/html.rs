@@ -350,6 +350,19 @@ impl Walk {
                         self.body.line_break();
                         return;
                     }
+                    // An exponent read as digits changes the number: Django's "2 GB
+                    // (2<sup>31</sup> bytes)" was stored as "(231 bytes)". A footnote
+                    // mark ("[11]", DocBook's) stays as it is.
+                    "sup" => {
+                        let raised = collapse_ws(&text_of());
+                        match raised.as_str() {
+                            "" => {}
+                            r if r.starts_with('[') => self.body.text(r),
+                            r if r.contains(' ') => self.body.text(&format!("^({r})")),
+                            r => self.body.text(&format!("^{r}")),
+                        }
+                        return;
+                    }
                     _ => {}
                 }
                 self.open(name, e);
@@ -504,6 +517,19 @@ mod tests {
         assert!(
             text.contains("the bottom line") && text.contains("after"),
             "{text:.200}"
+        );
+    }
+
+    #[test]
+    fn exponents_keep_their_caret() {
+        let d = parse(
+            "<h1>Uploads</h1><p>Chunks should not exceed 2 GB (2<sup>31</sup> bytes); the \
+             default is 64*2<sup>10</sup> bytes, see x<sup>n + 1</sup>.<sup>[<a href=\"#f\">1</a>]</sup></p>",
+            "up",
+        );
+        assert_eq!(
+            d.sections[0].text,
+            "Chunks should not exceed 2 GB (2^31 bytes); the default is 64*2^10 bytes, see x^(n + 1).[1]"
         );
     }
 

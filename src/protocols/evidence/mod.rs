@@ -502,4 +502,3 @@ fn is_subject_name(kb: &KnowledgeBase, name: &str) -> Result<bool> {
     let needed = ((SUBJECT_NAME_SHARE * total as f64).ceil() as usize).max(3);
     Ok(kb.store().term_chunks(name, needed)? >= needed)
 }
-
