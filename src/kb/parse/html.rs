@@ -61,9 +61,25 @@ fn is_furniture(node: NodeRef<'_, Node>) -> bool {
     SKIP.contains(&e.name())
         || e.attr("role") == Some("navigation")
         || e.classes().any(|c| SKIP_CLASSES.contains(&c))
+        || is_language_switcher(node)
         || (e.name() == "a"
             && ElementRef::wrap(node)
                 .is_some_and(|a| PERMALINK_GLYPHS.contains(&a.text().collect::<String>().trim())))
+}
+
+/// Whether `node` is a paragraph or list that links to the page in other languages (two
+/// links with `hreflang` or more): "Available Languages: de | en | fr | ja | ko | tr" atop
+/// every page of Apache's manual, each page's set a little different.
+fn is_language_switcher(node: NodeRef<'_, Node>) -> bool {
+    let Some(el) = ElementRef::wrap(node).filter(|e| matches!(e.value().name(), "p" | "ul" | "ol"))
+    else {
+        return false;
+    };
+    el.descendants()
+        .filter_map(ElementRef::wrap)
+        .filter(|a| a.value().name() == "a" && a.value().attr("hreflang").is_some())
+        .nth(1)
+        .is_some()
 }
 
 /// Links from which a block of nothing but links, before a page's first heading, is the
@@ -517,6 +533,21 @@ mod tests {
         assert!(
             text.contains("the bottom line") && text.contains("after"),
             "{text:.200}"
+        );
+    }
+
+    #[test]
+    fn a_language_switcher_is_left_out() {
+        let d = parse(
+            r#"<h1>Name-based Virtual Host Support</h1><div class="toplang"><p><span>Available
+            Languages: </span><a href="../de/n.html" hreflang="de" rel="alternate">de</a> |
+            <a href="../en/n.html">en</a> | <a href="../fr/n.html" hreflang="fr">fr</a></p></div>
+            <p>This document describes <a href="x.html" hreflang="en">when</a> to use them.</p>"#,
+            "n",
+        );
+        assert_eq!(
+            d.sections[0].text,
+            "This document describes [when](x.html) to use them."
         );
     }
 
