@@ -156,6 +156,14 @@ impl Boilerplate {
                 .collect();
             if kept.len() < units.len() {
                 section.text = kept.join("\n\n");
+                // What is left of the text before the first heading may be the title
+                // alone ("Small. Fast. Reliable." gone, SQLite's "VACUUM" box stays), which
+                // the parser leaves out (`parse::is_title_only`).
+                if section.level == 0
+                    && crate::kb::parse::is_title_only(&section.text, &section.heading)
+                {
+                    section.text.clear();
+                }
             }
         }
         left_out
@@ -434,6 +442,42 @@ mod tests {
             parsed.get(p.rel).map(fingerprints)
         })
         .is_empty());
+    }
+
+    #[test]
+    fn a_title_left_alone_by_the_furniture_goes_too() {
+        let titled = |i: usize| {
+            let mut d = page(&format!("Section {i} body with its own words."));
+            d.sections.insert(
+                0,
+                Section {
+                    heading: format!("VACUUM{i}"),
+                    path: vec![format!("VACUUM{i}")],
+                    level: 0,
+                    anchor: "t".into(),
+                    page: None,
+                    text: format!("Small. Fast. Reliable.\nChoose any three.\n\nVACUUM{i}"),
+                },
+            );
+            d
+        };
+        let rels: Vec<String> = (0..10).map(|i| format!("p{i}.html")).collect();
+        let pages: Vec<Page<'_>> = rels
+            .iter()
+            .map(|rel| Page {
+                root: "/docs",
+                rel,
+                abs: Path::new(rel),
+            })
+            .collect();
+        let bp = Boilerplate::learn(&pages, &|p: &Page<'_>| {
+            let i: usize = p.rel[1..p.rel.len() - 5].parse().unwrap();
+            Some(fingerprints(&titled(i)))
+        });
+        let mut d = titled(4);
+        assert_eq!(bp.strip("/docs", "p4.html", &mut d), 1);
+        assert_eq!(d.sections[0].text, "");
+        assert_eq!(d.sections[1].text, "Section 4 body with its own words.");
     }
 
     #[test]

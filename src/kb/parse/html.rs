@@ -552,6 +552,24 @@ mod tests {
     }
 
     #[test]
+    fn a_preamble_that_repeats_the_title_is_left_out() {
+        let page = |box_text: &str| {
+            parse(
+                &format!(
+                    "<html><head><title>VACUUM</title></head><body><div class=fancy_title>\
+                     {box_text}</div><h1>1. Syntax</h1><p>VACUUM rebuilds the file.</p></body></html>"
+                ),
+                "lang_vacuum",
+            )
+        };
+        let d = page("\n  VACUUM\n");
+        assert_eq!(d.sections.len(), 1);
+        assert_eq!(d.sections[0].heading, "1. Syntax");
+        let d = page("Rebuilds the database file.");
+        assert_eq!(d.sections[0].text, "Rebuilds the database file.");
+    }
+
+    #[test]
     fn exponents_keep_their_caret() {
         let d = parse(
             "<h1>Uploads</h1><p>Chunks should not exceed 2 GB (2<sup>31</sup> bytes); the \

@@ -222,7 +222,10 @@ pub fn excerpt(s: &str, n: usize) -> String {
 }
 
 /// The document, its text before the first heading (all of it, when it has no headings)
-/// made the first section, under `heading`: the text belongs to the document's title.
+/// made the first section, under `heading`: the text belongs to the document's title. A
+/// preamble that only repeats the title (SQLite's pages show theirs in a box before the
+/// first heading: "VACUUM") is left out when there are sections: as a chunk of one word it
+/// matched its word in every question and pushed the page's description out of the hits.
 pub(crate) fn with_preamble(
     kind: DocKind,
     title: String,
@@ -231,7 +234,7 @@ pub(crate) fn with_preamble(
     heading: String,
     anchors: &mut Anchors,
 ) -> ParsedDoc {
-    if !preamble.is_empty() || sections.is_empty() {
+    if sections.is_empty() || (!preamble.is_empty() && !is_title_only(&preamble, &heading)) {
         sections.insert(
             0,
             Section {
@@ -250,6 +253,11 @@ pub(crate) fn with_preamble(
         title,
         sections,
     }
+}
+
+/// Whether a preamble's text is its heading (the page title) and nothing else.
+pub fn is_title_only(text: &str, heading: &str) -> bool {
+    collapse_ws(text).to_lowercase() == collapse_ws(heading).to_lowercase()
 }
 
 impl Anchors {
