@@ -356,6 +356,14 @@ pub fn overlap_share(words: &[String], text: &str) -> f64 {
     words.iter().filter(|w| have.contains(*w)).count() as f64 / words.len() as f64
 }
 
+/// Whether `name` is the KB's own subject: in `SUBJECT_NAME_SHARE` of its chunks or more,
+/// and in three at least (in a KB of a few chunks one mention is a share).
+fn is_subject_name(kb: &KnowledgeBase, name: &str) -> Result<bool> {
+    let total = kb.store().vector_count();
+    let needed = ((SUBJECT_NAME_SHARE * total as f64).ceil() as usize).max(3);
+    Ok(kb.store().term_chunks(name, needed)? >= needed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -494,11 +502,4 @@ mod tests {
         assert!((overlap_share(&w, "To roll back the API, run x.") - 1.0).abs() < 1e-9);
         assert!((overlap_share(&w, "unrelated words") - 0.0).abs() < 1e-9);
     }
-}
-/// Whether `name` is the KB's own subject: in `SUBJECT_NAME_SHARE` of its chunks or more,
-/// and in three at least (in a KB of a few chunks one mention is a share).
-fn is_subject_name(kb: &KnowledgeBase, name: &str) -> Result<bool> {
-    let total = kb.store().vector_count();
-    let needed = ((SUBJECT_NAME_SHARE * total as f64).ceil() as usize).max(3);
-    Ok(kb.store().term_chunks(name, needed)? >= needed)
 }
