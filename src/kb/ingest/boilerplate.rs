@@ -156,13 +156,11 @@ impl Boilerplate {
                 .collect();
             if kept.len() < units.len() {
                 section.text = kept.join("\n\n");
-                // What is left of the text before the first heading may be the title
-                // alone ("Small. Fast. Reliable." gone, SQLite's "VACUUM" box stays), which
-                // the parser leaves out (`parse::is_title_only`).
-                if section.level == 0
-                    && crate::kb::parse::is_title_only(&section.text, &section.heading)
-                {
-                    section.text.clear();
+                // What the parser left of a title box beside the furniture ("Small.
+                // Fast. Reliable." gone, SQLite's "VACUUM" box stays) goes as the parser
+                // would have let it go (`parse::without_title`).
+                if section.level == 0 {
+                    section.text = crate::kb::parse::without_title(&section.text, &section.heading);
                 }
             }
         }

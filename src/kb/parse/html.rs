@@ -475,6 +475,8 @@ mod tests {
         assert_eq!(d.sections[0].heading, "1. Syntax");
         let d = page("Rebuilds the database file.");
         assert_eq!(d.sections[0].text, "Rebuilds the database file.");
+        let d = page("<p>VACUUM</p><p>Rebuilds the database file.</p>");
+        assert_eq!(d.sections[0].text, "Rebuilds the database file.");
     }
 
     #[test]

@@ -223,9 +223,10 @@ pub fn excerpt(s: &str, n: usize) -> String {
 
 /// The document, its text before the first heading (all of it, when it has no headings)
 /// made the first section, under `heading`: the text belongs to the document's title. A
-/// preamble that only repeats the title (SQLite's pages show theirs in a box before the
-/// first heading: "VACUUM") is left out when there are sections: as a chunk of one word it
-/// matched its word in every question and pushed the page's description out of the hits.
+/// paragraph there that only repeats the title is left out (SQLite's pages show theirs in
+/// a box before the first heading: "VACUUM"): as a chunk of one word it matched its word in
+/// every question and pushed the page's description out of the hits, and as a sentence
+/// it was quoted as an answer.
 pub(crate) fn with_preamble(
     kind: DocKind,
     title: String,
@@ -234,7 +235,8 @@ pub(crate) fn with_preamble(
     heading: String,
     anchors: &mut Anchors,
 ) -> ParsedDoc {
-    if sections.is_empty() || (!preamble.is_empty() && !is_title_only(&preamble, &heading)) {
+    let preamble = without_title(&preamble, &heading);
+    if sections.is_empty() || !preamble.is_empty() {
         sections.insert(
             0,
             Section {
@@ -255,9 +257,15 @@ pub(crate) fn with_preamble(
     }
 }
 
-/// Whether a preamble's text is its heading (the page title) and nothing else.
-pub fn is_title_only(text: &str, heading: &str) -> bool {
-    collapse_ws(text).to_lowercase() == collapse_ws(heading).to_lowercase()
+/// A preamble without its paragraphs that only repeat its heading (the page title).
+pub fn without_title(text: &str, heading: &str) -> String {
+    let title = collapse_ws(heading).to_lowercase();
+    let is_title = |block: &str| collapse_ws(block).to_lowercase() == title;
+    if !text.split("\n\n").any(is_title) {
+        return text.to_string();
+    }
+    let kept: Vec<&str> = text.split("\n\n").filter(|b| !is_title(b)).collect();
+    kept.join("\n\n").trim().to_string()
 }
 
 impl Anchors {
