@@ -145,23 +145,7 @@ fn decode(bytes: &[u8]) -> Option<Entries> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kb::parse::{DocKind, Section};
-
-    fn page(body: &str) -> ParsedDoc {
-        ParsedDoc {
-            kind: DocKind::Html,
-            title: "t".into(),
-            sections: vec![Section {
-                heading: "H".into(),
-                path: vec!["H".into()],
-                level: 1,
-                anchor: "h".into(),
-                page: None,
-                text: body.into(),
-            }],
-            notes: Vec::new(),
-        }
-    }
+    use crate::kb::ingest::boilerplate::tests::page;
 
     #[test]
     fn the_cache_parses_a_page_again_only_when_it_changed() {

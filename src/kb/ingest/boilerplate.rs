@@ -354,11 +354,12 @@ pub(super) fn fingerprints(doc: &ParsedDoc) -> HashSet<u64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::kb::parse::Section;
 
-    fn page(body: &str) -> ParsedDoc {
+    /// A one-section HTML page (also the cache's tests').
+    pub(in crate::kb::ingest) fn page(body: &str) -> ParsedDoc {
         ParsedDoc {
             kind: DocKind::Html,
             title: "t".into(),
