@@ -182,8 +182,11 @@ pub struct IngestRun {
     since_checkpoint: usize,
     checkpoint_every: usize,
     max_file_bytes: u64,
-    /// The blocks repeated across the run's pages, counted before any file is read.
-    boilerplate: Arc<Boilerplate>,
+    /// The blocks repeated across the run's pages, counted before the first file is
+    /// checked (not when the run starts, so that a shell can show the files found first).
+    boilerplate: Option<Arc<Boilerplate>>,
+    /// How the count parses a page.
+    parse_opts: IngestOptions,
     start: Instant,
     writer: WriterLock,
 }
@@ -239,7 +242,8 @@ impl IngestRun {
             since_checkpoint: 0,
             checkpoint_every: opts.checkpoint_every,
             max_file_bytes: opts.max_file_bytes,
-            boilerplate: Arc::default(),
+            boilerplate: None,
+            parse_opts: opts.clone(),
             start: Instant::now(),
             writer,
         };
@@ -252,9 +256,6 @@ impl IngestRun {
                 candidate,
             }));
             run.roots.push((key, root.is_dir()));
-        }
-        if !run.files.is_empty() {
-            run.boilerplate = Arc::new(run.learn_boilerplate(run.writer.dir(), opts));
         }
         Ok(run)
     }
@@ -284,7 +285,7 @@ impl IngestRun {
                 rel: path.to_string(),
             },
         });
-        run.boilerplate = Arc::new(run.learn_boilerplate_of_one(opts));
+        run.boilerplate = Some(Arc::new(run.learn_boilerplate_of_one(opts)));
         Ok(run)
     }
 
@@ -300,6 +301,14 @@ impl IngestRun {
         ledger: &mut T,
         i: usize,
     ) -> Option<Work> {
+        let boilerplate = match &self.boilerplate {
+            Some(b) => b.clone(),
+            None => {
+                let b = Arc::new(self.learn_boilerplate(self.writer.dir(), &self.parse_opts));
+                self.boilerplate = Some(b.clone());
+                b
+            }
+        };
         let RunFile { root, candidate } = &self.files[i];
         match ledger.is_excluded(root, &candidate.rel) {
             Ok(true) if !self.force => {
@@ -316,7 +325,7 @@ impl IngestRun {
         }
         match check_file(ledger, root, candidate, self.max_file_bytes, self.force) {
             Ok(Some(mut work)) => {
-                work.boilerplate = (!self.boilerplate.is_empty()).then(|| self.boilerplate.clone());
+                work.boilerplate = (!boilerplate.is_empty()).then_some(boilerplate);
                 Some(work)
             }
             Ok(None) => {
