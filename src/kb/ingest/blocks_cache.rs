@@ -13,7 +13,7 @@ use crate::kb::parse::ParsedDoc;
 pub const PAGE_BLOCKS: &str = "page-blocks.bin";
 
 /// What `PAGE_BLOCKS` starts with; a change to what a fingerprint is changes it.
-const PAGE_BLOCKS_MAGIC: &[u8; 8] = b"sxblk001";
+const PAGE_BLOCKS_MAGIC: &[u8; 8] = b"sxblk002";
 
 /// A page's entry: (root, path) → (content hash, sorted fingerprints).
 type Entries = HashMap<(String, String), (String, Vec<u64>)>;
@@ -180,7 +180,7 @@ mod tests {
         assert_eq!(cache.get(&at("/a", "y.html"), "h2", || None), None);
 
         // A file that is not a cache is ignored.
-        std::fs::write(dir.path().join(PAGE_BLOCKS), b"sxblk001\x05\0\0").unwrap();
+        std::fs::write(dir.path().join(PAGE_BLOCKS), b"sxblk002\x05\0\0").unwrap();
         assert!(BlocksCache::open(dir.path()).known.is_empty());
     }
 }

@@ -255,6 +255,14 @@ fn folder_key(root: &str, folder: &str) -> u64 {
     h.finish()
 }
 
+/// A block's fingerprint: the first eight bytes of its SHA-256, the same from build to
+/// build (`PAGE_BLOCKS` keeps them; std's `DefaultHasher` may change with the compiler).
+fn stable_hash(normalized: &str) -> u64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(normalized.as_bytes());
+    u64::from_le_bytes(digest[..8].try_into().expect("eight bytes"))
+}
+
 /// A block of a section's Markdown: lines between blank lines, a fenced code block whole.
 struct Unit {
     start: usize,
@@ -296,11 +304,7 @@ fn unit(text: &str, start: usize, end: usize, code: bool) -> Unit {
         .then(|| normalized(&text[start..end]))
         .and_then(|n| {
             let words = n.split_whitespace().count();
-            (words >= MIN_WORDS && n.chars().any(char::is_alphabetic)).then(|| {
-                let mut h = DefaultHasher::new();
-                n.hash(&mut h);
-                h.finish()
-            })
+            (words >= MIN_WORDS && n.chars().any(char::is_alphabetic)).then(|| stable_hash(&n))
         });
     Unit {
         start,
