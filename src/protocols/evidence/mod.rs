@@ -15,8 +15,8 @@ use crate::embed::cosine;
 pub use crate::kb::domain::Domain;
 use crate::kb::search::{search_with_vector, Hit, SearchMode};
 use crate::kb::KnowledgeBase;
-use names::is_proper_name;
 pub use names::question_names;
+use names::{is_proper_name, is_subject_name};
 pub use units::{line_sentences, split_sentences, units, Unit};
 
 /// A follow-up's own words' weight, against 1 for the words with the earlier turn's, in
@@ -61,13 +61,6 @@ pub const UNMENTIONED_OUT_OF_DOMAIN: usize = 3;
 /// answerable one passes 0.42 and no not-documented one 0.48 (a psql command to draw an
 /// entity-relationship diagram, then refused as out of domain instead of answered).
 pub const UNKNOWN_WEIGHT_OUT_OF_DOMAIN: f64 = 0.45;
-
-/// Share of the KB's chunks from which a name is the KB's own subject ("Apache" in
-/// Apache's manual, in 1,495 of 26,090 chunks of it and Django's; "PostgreSQL" in 631 of
-/// 3,019), which a question may name without the sections it retrieves repeating it. A
-/// name the KB mentions now and then must still be in them: "GitHub" (11 of git-doc's
-/// 5,587 chunks), "Windows" (37; 76 of postgresql's).
-pub const SUBJECT_NAME_SHARE: f64 = 0.05;
 
 /// Retrieved chunks the reader is shown, best first: the passages an answer is read from.
 pub const PASSAGES: usize = 3;
@@ -354,14 +347,6 @@ pub fn overlap_share(words: &[String], text: &str) -> f64 {
     }
     let have: std::collections::HashSet<String> = content_words(text).into_iter().collect();
     words.iter().filter(|w| have.contains(*w)).count() as f64 / words.len() as f64
-}
-
-/// Whether `name` is the KB's own subject: in `SUBJECT_NAME_SHARE` of its chunks or more,
-/// and in three at least (in a KB of a few chunks one mention is a share).
-fn is_subject_name(kb: &KnowledgeBase, name: &str) -> Result<bool> {
-    let total = kb.store().vector_count();
-    let needed = ((SUBJECT_NAME_SHARE * total as f64).ceil() as usize).max(3);
-    Ok(kb.store().term_chunks(name, needed)? >= needed)
 }
 
 #[cfg(test)]

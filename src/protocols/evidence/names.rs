@@ -1,6 +1,25 @@
 //! Words of a question that name something (a product, an option, a version): what the
 //! KB must mention for the question to be about it.
 
+use anyhow::Result;
+
+use crate::kb::KnowledgeBase;
+
+/// Share of the KB's chunks from which a name is the KB's own subject ("Apache" in
+/// Apache's manual, in 1,495 of 26,090 chunks of it and Django's; "PostgreSQL" in 631 of
+/// 3,019), which a question may name without the sections it retrieves repeating it. A
+/// name the KB mentions now and then must still be in them: "GitHub" (11 of git-doc's
+/// 5,587 chunks), "Windows" (37; 76 of postgresql's).
+pub const SUBJECT_NAME_SHARE: f64 = 0.05;
+
+/// Whether `name` is the KB's own subject: in `SUBJECT_NAME_SHARE` of its chunks or more,
+/// and in three at least (in a KB of a few chunks one mention is a share).
+pub fn is_subject_name(kb: &KnowledgeBase, name: &str) -> Result<bool> {
+    let total = kb.store().vector_count();
+    let needed = ((SUBJECT_NAME_SHARE * total as f64).ceil() as usize).max(3);
+    Ok(kb.store().term_chunks(name, needed)? >= needed)
+}
+
 /// Words of the question that name something: capitalised inside a sentence, with a
 /// capital after the first letter (acronyms, camelCase), or with digits; at least two
 /// characters. A sentence's first word is capitalised by grammar, not because it names
