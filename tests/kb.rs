@@ -1136,31 +1136,7 @@ fn a_query_embedded_alone_matches_its_vector_in_a_large_batch() {
 #[test]
 fn a_footer_repeated_on_every_page_is_kept_on_one_page() {
     use sextant::kb::ingest::PAGE_BLOCKS;
-    let site = tempfile::tempdir().unwrap();
-    let topics = [
-        "rolling back a release",
-        "rotating TLS certificates",
-        "scaling the worker pool",
-        "restoring a database backup",
-        "draining a node for maintenance",
-        "tuning garbage collection",
-        "reading the audit log",
-        "pinning a dependency version",
-        "throttling the ingest queue",
-        "renewing an API token",
-        "moving a volume between zones",
-        "silencing a noisy alert",
-    ];
-    for (i, topic) in topics.iter().enumerate() {
-        let page = format!(
-            "<html><head><title>{topic}</title></head><body><h1>{topic}</h1>\
-             <p>This page is about {topic}, step by step, with the commands it needs.</p>\
-             <div id=\"ft\"><p>Copyright 2026 Example Corp. Licensed under the Example \
-             Licence 2.0.</p><p>Last updated 2026-11-{:02} 10:00:00 UTC</p></div></body></html>",
-            i + 1
-        );
-        std::fs::write(site.path().join(format!("page-{i:02}.html")), page).unwrap();
-    }
+    let site = footer_site();
     let dir = tempfile::tempdir().unwrap();
     let (kb, report) = ingest_into(dir.path(), &[site.path().to_path_buf()]);
     assert_eq!(report.added.len(), 12);
@@ -1208,6 +1184,68 @@ fn a_footer_repeated_on_every_page_is_kept_on_one_page() {
         "{report:?}"
     );
     assert_eq!(holders(&kb, "Last updated"), ["page-00.html"]);
+}
+
+/// The shells' ingest (`Service::ingest`) reports the pages read for the repeated blocks
+/// before the first file, up to all of them.
+#[test]
+fn an_ingest_reports_the_pages_read_for_repeated_blocks_before_the_first_file() {
+    use sextant::service::{OpenOptions, Service};
+    let site = footer_site();
+    let tmp = tempfile::tempdir().unwrap();
+    let svc = Service::open(
+        &ModelStore::open(None),
+        &OpenOptions {
+            kb: Some(tmp.path().join("kb").display().to_string()),
+            lazy_llm: true,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    let mut seen: Vec<(Option<[usize; 2]>, String)> = Vec::new();
+    let report = svc
+        .ingest(&[site.path().to_path_buf()], false, &mut |p| {
+            seen.push((p.pages_read, p.file.to_string()))
+        })
+        .unwrap();
+    assert_eq!(report.repeated_blocks, 22);
+    let first_file = seen.iter().position(|(_, f)| !f.is_empty()).unwrap();
+    let read: Vec<[usize; 2]> = seen.iter().filter_map(|(r, _)| *r).collect();
+    assert_eq!(read.last(), Some(&[12, 12]), "{seen:?}");
+    assert!(
+        seen[..first_file].iter().any(|(r, _)| *r == Some([12, 12])),
+        "{seen:?}"
+    );
+}
+
+/// Twelve pages of one site, each with the same footer (a licence line and a date).
+fn footer_site() -> tempfile::TempDir {
+    let site = tempfile::tempdir().unwrap();
+    let topics = [
+        "rolling back a release",
+        "rotating TLS certificates",
+        "scaling the worker pool",
+        "restoring a database backup",
+        "draining a node for maintenance",
+        "tuning garbage collection",
+        "reading the audit log",
+        "pinning a dependency version",
+        "throttling the ingest queue",
+        "renewing an API token",
+        "moving a volume between zones",
+        "silencing a noisy alert",
+    ];
+    for (i, topic) in topics.iter().enumerate() {
+        let page = format!(
+            "<html><head><title>{topic}</title></head><body><h1>{topic}</h1>\
+             <p>This page is about {topic}, step by step, with the commands it needs.</p>\
+             <div id=\"ft\"><p>Copyright 2026 Example Corp. Licensed under the Example \
+             Licence 2.0.</p><p>Last updated 2026-11-{:02} 10:00:00 UTC</p></div></body></html>",
+            i + 1
+        );
+        std::fs::write(site.path().join(format!("page-{i:02}.html")), page).unwrap();
+    }
+    site
 }
 
 /// A question may name the KB's own subject (a name in 5 % of its chunks or more) though

@@ -62,6 +62,11 @@ pub fn run_ingest(
     let mut chunks = 0usize;
     let report = svc.ingest(paths, images, &mut |p| {
         bar.set_length(p.total as u64);
+        if let Some([read, of]) = p.pages_read {
+            bar.set_message(format!(
+                "reading {read}/{of} pages for blocks repeated across them"
+            ));
+        }
         if p.file.is_empty() {
             return;
         }

@@ -17,6 +17,10 @@ pub struct IngestProgress<'a> {
     pub chunks: usize,
     /// Seconds left at the rate so far (by bytes); None for the first seconds.
     pub eta_s: Option<f64>,
+    /// Before the first file: pages read of pages to read, as the blocks repeated across
+    /// them are counted (`kb::ingest::boilerplate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages_read: Option<[usize; 2]>,
 }
 
 impl Service {
@@ -66,12 +70,31 @@ impl Service {
         let tok = self.embedder.counting_tokenizer();
         let total = run.files.len();
         let mut eta = Eta::new(run.files.iter().map(|f| f.candidate.bytes).sum());
-        on_progress(IngestProgress {
+        let start = |pages_read| IngestProgress {
             done: 0,
             total,
             file: "",
             chunks: 0,
             eta_s: None,
+            pages_read,
+        };
+        on_progress(start(None));
+        // Every HTML page is read once to count the blocks repeated across them, before
+        // the first file (minutes for tens of thousands of pages): that is reported too.
+        let (tx, rx) = std::sync::mpsc::channel::<[usize; 2]>();
+        std::thread::scope(|scope| {
+            let counting = scope.spawn(|| {
+                let tx = tx;
+                run.count_repeated_blocks(&|read, of| {
+                    let _ = tx.send([read, of]);
+                });
+            });
+            for read in rx {
+                on_progress(start(Some(read)));
+            }
+            counting
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         });
         let indices: Vec<usize> = (0..total).collect();
         for group in indices.chunks(PREPARE_GROUP) {
@@ -95,6 +118,7 @@ impl Service {
                     file: &file.rel,
                     chunks: chunks[slot],
                     eta_s: eta.file_done(file.bytes),
+                    pages_read: None,
                 });
             }
         }

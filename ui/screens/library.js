@@ -63,7 +63,12 @@ async function ingestFolder(path) {
   setProgress(0, 0, "scanning…");
   let summary;
   try {
-    summary = await ingest(path, (p) => setProgress(p.done ?? 0, p.total ?? 0, p.file ?? "", p.eta_s), {
+    summary = await ingest(path, (p) => {
+      // Before the first file, every page is read once to find footers repeated across them.
+      const [read, of] = Array.isArray(p.pages_read) ? p.pages_read : [];
+      const file = of ? `reading pages for repeated footers: ${read} of ${of}` : p.file ?? "";
+      setProgress(p.done ?? 0, p.total ?? 0, file, p.eta_s);
+    }, {
       images: $("sx-images").checked,
     });
   } catch (e) {

@@ -1,10 +1,12 @@
 //! Each page's block fingerprints (`boilerplate`), kept in the KB's folder between
-//! ingests with the content hash they were made from.
+//! ingests with the content hash they were made from, and a run's pages counted through
+//! it.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::boilerplate::{fingerprints, Page};
+use super::boilerplate::{fingerprints, Boilerplate, Page};
+use super::{content_hash, IngestOptions, IngestRun};
 use crate::kb::parse::ParsedDoc;
 
 /// The file in a KB's folder that keeps each page's block fingerprints between ingests,
@@ -140,6 +142,88 @@ fn decode(bytes: &[u8]) -> Option<Entries> {
         out.insert((text(root)?, text(rel)?), (text(hash)?, blocks));
     }
     Some(out)
+}
+
+impl IngestRun {
+    /// Counts the repeated blocks of the run's pages: every page, changed or not, so that
+    /// a run resumed after a stop leaves out what an uninterrupted one would. Pages parsed
+    /// before are looked up by content hash in the KB folder's cache.
+    pub(super) fn learn_boilerplate(
+        &self,
+        dir: &Path,
+        opts: &IngestOptions,
+        on_read: &(dyn Fn(usize, usize) + Sync),
+    ) -> Boilerplate {
+        let pages: Vec<Page<'_>> = self
+            .files
+            .iter()
+            .filter(|f| f.candidate.bytes <= self.max_file_bytes)
+            .map(|f| Page {
+                root: &f.root,
+                rel: &f.candidate.rel,
+                abs: &f.candidate.abs,
+            })
+            .collect();
+        let cache = BlocksCache::open(dir);
+        let blocks = |page: &Page<'_>| {
+            let bytes = std::fs::read(page.abs).ok()?;
+            let hash = content_hash(page.rel, &bytes);
+            cache.get(page, &hash, || {
+                super::prepare::parse_file(page.abs, &bytes, opts).ok()
+            })
+        };
+        let found = Boilerplate::learn(&pages, &blocks, on_read);
+        let walked: Vec<&str> = self
+            .roots
+            .iter()
+            .filter(|(_, is_dir)| *is_dir)
+            .map(|(root, _)| root.as_str())
+            .collect();
+        cache.save(dir, &walked);
+        found
+    }
+
+    /// `learn_boilerplate` for a run over one page (`for_document`): its folder's other
+    /// pages counted as the cache has them from the last ingest, so the page loses what
+    /// it lost then.
+    pub(super) fn learn_boilerplate_of_one(&self, opts: &IngestOptions) -> Boilerplate {
+        let dir = self.writer.dir();
+        let cache = BlocksCache::open(dir);
+        let [file] = &self.files[..] else {
+            return Boilerplate::default();
+        };
+        let others: HashMap<String, HashSet<u64>> = cache
+            .pages_under(&file.root)
+            .into_iter()
+            .filter(|(rel, _)| *rel != file.candidate.rel)
+            .collect();
+        let paths: Vec<(String, PathBuf)> = others
+            .keys()
+            .map(|rel| (rel.clone(), Path::new(&file.root).join(rel)))
+            .chain([(file.candidate.rel.clone(), file.candidate.abs.clone())])
+            .collect();
+        let pages: Vec<Page<'_>> = paths
+            .iter()
+            .map(|(rel, abs)| Page {
+                root: &file.root,
+                rel,
+                abs,
+            })
+            .collect();
+        let blocks = |page: &Page<'_>| match others.get(page.rel) {
+            Some(blocks) => Some(blocks.clone()),
+            None => {
+                let bytes = std::fs::read(page.abs).ok()?;
+                let hash = content_hash(page.rel, &bytes);
+                cache.get(page, &hash, || {
+                    super::prepare::parse_file(page.abs, &bytes, opts).ok()
+                })
+            }
+        };
+        let found = Boilerplate::learn(&pages, &blocks, &|_, _| {});
+        cache.save(dir, &[]);
+        found
+    }
 }
 
 #[cfg(test)]

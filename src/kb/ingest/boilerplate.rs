@@ -17,12 +17,11 @@
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-use super::blocks_cache::BlocksCache;
-use super::{content_hash, IngestOptions, IngestRun};
 use crate::kb::parse::{code_fences, DocKind, ParsedDoc};
 
 /// Pages a folder needs (its own and its subfolders') for its blocks to be counted.
@@ -54,9 +53,11 @@ pub struct Page<'a> {
 impl Boilerplate {
     /// Counts the blocks of `pages` folder by folder; `blocks` gives a page's (None for a
     /// page that cannot be read, left out of the counts).
+    /// `on_read(pages read, pages to read)` follows the reading, about once a percent.
     pub fn learn(
         pages: &[Page<'_>],
         blocks: &(dyn Fn(&Page<'_>) -> Option<HashSet<u64>> + Sync),
+        on_read: &(dyn Fn(usize, usize) + Sync),
     ) -> Self {
         let mut roots: HashMap<&str, Vec<&Page<'_>>> = HashMap::new();
         for p in pages
@@ -65,17 +66,21 @@ impl Boilerplate {
         {
             roots.entry(p.root).or_default().push(p);
         }
+        roots.retain(|_, pages| pages.len() >= MIN_FOLDER);
+        let to_read: usize = roots.values().map(Vec::len).sum();
+        let (read, step) = (AtomicUsize::new(0), to_read.div_ceil(100).max(1));
         let mut found = Boilerplate::default();
         for (root, mut pages) in roots {
-            if pages.len() < MIN_FOLDER {
-                continue;
-            }
             pages.sort_by(|a, b| a.rel.cmp(b.rel));
             let sets: Vec<Vec<u64>> = pages
                 .par_iter()
                 .map(|p| {
                     let mut v: Vec<u64> = blocks(p).unwrap_or_default().into_iter().collect();
                     v.sort_unstable();
+                    let n = read.fetch_add(1, Ordering::Relaxed) + 1;
+                    if n % step == 0 || n == to_read {
+                        on_read(n, to_read);
+                    }
                     v
                 })
                 .collect();
@@ -165,81 +170,6 @@ impl Boilerplate {
             }
         }
         left_out
-    }
-}
-
-impl IngestRun {
-    /// Counts the repeated blocks of the run's pages: every page, changed or not, so that
-    /// a run resumed after a stop leaves out what an uninterrupted one would. Pages parsed
-    /// before are looked up by content hash in the KB folder's cache.
-    pub(super) fn learn_boilerplate(&self, dir: &Path, opts: &IngestOptions) -> Boilerplate {
-        let pages: Vec<Page<'_>> = self
-            .files
-            .iter()
-            .filter(|f| f.candidate.bytes <= self.max_file_bytes)
-            .map(|f| Page {
-                root: &f.root,
-                rel: &f.candidate.rel,
-                abs: &f.candidate.abs,
-            })
-            .collect();
-        let cache = BlocksCache::open(dir);
-        let found = Boilerplate::learn(&pages, &|page| {
-            let bytes = std::fs::read(page.abs).ok()?;
-            let hash = content_hash(page.rel, &bytes);
-            cache.get(page, &hash, || {
-                super::prepare::parse_file(page.abs, &bytes, opts).ok()
-            })
-        });
-        let walked: Vec<&str> = self
-            .roots
-            .iter()
-            .filter(|(_, is_dir)| *is_dir)
-            .map(|(root, _)| root.as_str())
-            .collect();
-        cache.save(dir, &walked);
-        found
-    }
-
-    /// `learn_boilerplate` for a run over one page (`for_document`): its folder's other
-    /// pages counted as the cache has them from the last ingest, so the page loses what
-    /// it lost then.
-    pub(super) fn learn_boilerplate_of_one(&self, opts: &IngestOptions) -> Boilerplate {
-        let dir = self.writer.dir();
-        let cache = BlocksCache::open(dir);
-        let [file] = &self.files[..] else {
-            return Boilerplate::default();
-        };
-        let others: HashMap<String, HashSet<u64>> = cache
-            .pages_under(&file.root)
-            .into_iter()
-            .filter(|(rel, _)| *rel != file.candidate.rel)
-            .collect();
-        let paths: Vec<(String, PathBuf)> = others
-            .keys()
-            .map(|rel| (rel.clone(), Path::new(&file.root).join(rel)))
-            .chain([(file.candidate.rel.clone(), file.candidate.abs.clone())])
-            .collect();
-        let pages: Vec<Page<'_>> = paths
-            .iter()
-            .map(|(rel, abs)| Page {
-                root: &file.root,
-                rel,
-                abs,
-            })
-            .collect();
-        let found = Boilerplate::learn(&pages, &|page| match others.get(page.rel) {
-            Some(blocks) => Some(blocks.clone()),
-            None => {
-                let bytes = std::fs::read(page.abs).ok()?;
-                let hash = content_hash(page.rel, &bytes);
-                cache.get(page, &hash, || {
-                    super::prepare::parse_file(page.abs, &bytes, opts).ok()
-                })
-            }
-        });
-        cache.save(dir, &[]);
-        found
     }
 }
 
@@ -417,7 +347,15 @@ pub(super) mod tests {
                 abs: Path::new(rel),
             })
             .collect();
-        let bp = Boilerplate::learn(&pages, &|p: &Page<'_>| parsed.get(p.rel).map(fingerprints));
+        let reports = std::sync::Mutex::new(Vec::new());
+        let bp = Boilerplate::learn(
+            &pages,
+            &|p: &Page<'_>| parsed.get(p.rel).map(fingerprints),
+            &|n, of| reports.lock().unwrap().push((n, of)),
+        );
+        // The reading is followed to its end.
+        let reports = reports.into_inner().unwrap();
+        assert!(reports.contains(&(pages.len(), pages.len())), "{reports:?}");
         let stripped = |rel: &str| {
             let mut d = parsed[rel].clone();
             let n = bp.strip("/docs", rel, &mut d);
@@ -441,9 +379,11 @@ pub(super) mod tests {
         let (n, api) = stripped("api/r20.html");
         assert_eq!(n, 3, "{api}");
         // Ten pages are fewer than a folder needs.
-        assert!(Boilerplate::learn(&pages[..9], &|p: &Page<'_>| {
-            parsed.get(p.rel).map(fingerprints)
-        })
+        assert!(Boilerplate::learn(
+            &pages[..9],
+            &|p: &Page<'_>| parsed.get(p.rel).map(fingerprints),
+            &|_, _| {}
+        )
         .is_empty());
     }
 
@@ -473,10 +413,11 @@ pub(super) mod tests {
                 abs: Path::new(rel),
             })
             .collect();
-        let bp = Boilerplate::learn(&pages, &|p: &Page<'_>| {
+        let blocks = |p: &Page<'_>| {
             let i: usize = p.rel[1..p.rel.len() - 5].parse().unwrap();
             Some(fingerprints(&titled(i)))
-        });
+        };
+        let bp = Boilerplate::learn(&pages, &blocks, &|_, _| {});
         let mut d = titled(4);
         assert_eq!(bp.strip("/docs", "p4.html", &mut d), 1);
         assert_eq!(d.sections[0].text, "");
