@@ -637,3 +637,25 @@ fn reader_answers_a_documented_question_citing_what_it_quoted() {
     assert!(hallucination.passed, "{hallucination:?}");
     assert!(r.answer.contains("rollout undo"), "{}", r.answer);
 }
+
+/// An everyday question whose words the sample KB happens to use passes the rules, but
+/// its passages support nothing the reader writes from them: out of domain, not the
+/// documentation's closest sentences.
+#[test]
+fn reader_refuses_as_out_of_domain_when_its_passages_support_nothing_it_wrote() {
+    let question = "When is the deadline for filing my personal tax return?";
+    let kb = kb();
+    let mut llm = llm();
+    let (r, report) = navigator::prepare(&kb, question, 8, AnswerMode::Reader)
+        .unwrap()
+        .complete(Some(&mut llm))
+        .unwrap();
+    assert!(
+        report.decision.contains("supported nothing the reader wrote"),
+        "{}",
+        report.decision
+    );
+    assert!(r.out_of_domain, "{}", r.answer);
+    assert!(r.sources.is_empty(), "{r:?}");
+    assert!(!report.removed.is_empty(), "{:?}", report.notes);
+}

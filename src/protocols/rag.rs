@@ -98,7 +98,18 @@ impl Pending for PendingRag {
         let text = match mode {
             // The format has no confidence field to carry the reader's verdict; it is in
             // the report's decision.
-            AnswerMode::Reader => reader::read(llm, &ev, &mut report, watch)?.answer,
+            AnswerMode::Reader => {
+                let reading = reader::read(llm, &ev, &mut report, watch)?;
+                if reading.nothing_supported && ev.out_of_domain_after_reading() {
+                    report.decision = format!(
+                        "out of domain: {}; the passages supported nothing the reader wrote",
+                        report.decision
+                    );
+                    NOT_FOUND.to_string()
+                } else {
+                    reading.answer
+                }
+            }
             AnswerMode::Grounded => {
                 let system = GROUNDED_SYSTEM;
                 grounded_answer(llm, &ev, "final_answer", system, &mut report, watch)?.0

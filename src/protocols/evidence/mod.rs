@@ -62,6 +62,15 @@ pub const UNMENTIONED_OUT_OF_DOMAIN: usize = 3;
 /// entity-relationship diagram, then refused as out of domain instead of answered).
 pub const UNKNOWN_WEIGHT_OUT_OF_DOMAIN: f64 = 0.45;
 
+/// Best score (`ANSWERABLE_MIN_SCORE`'s scale) below which a question far from the KB's
+/// topics is out of domain once the reader has written nothing its passages support
+/// (`out_of_domain_after_reading`). On the tuning halves of git-doc, postgresql and the
+/// sample KB (`sextant eval --kb K eval/SET.jsonl --split tune --modes reader --json`),
+/// the one out-of-domain question answered that way scores 0.633 ("When is the deadline
+/// for filing my personal tax return?"); the answerable ones answered that way far from
+/// the topics score 0.767 and more.
+pub const READ_OUT_OF_DOMAIN_BELOW: f64 = 0.70;
+
 /// Retrieved chunks the reader is shown, best first: the passages an answer is read from.
 pub const PASSAGES: usize = 3;
 
@@ -282,6 +291,16 @@ impl Evidence {
             && !names_the_kb_knows
     }
 
+    /// Whether a question the rules let through is out of domain after all, once the
+    /// reader has written nothing its passages support: far from the KB's topics
+    /// (`DOMAIN_MIN_SCORE`) and with a best passage that barely clears the answerable
+    /// bar (`READ_OUT_OF_DOMAIN_BELOW`). Three weak signals that agree: an everyday
+    /// question in the manual's words ("When is the best time of year to pick
+    /// cherries?" over git's cherry-pick) retrieves passages the model cannot answer from.
+    pub fn out_of_domain_after_reading(&self) -> bool {
+        self.domain_score < DOMAIN_MIN_SCORE && self.best_score < READ_OUT_OF_DOMAIN_BELOW
+    }
+
     /// Why `out_of_domain` holds: why it is unanswerable, and what puts it outside the
     /// KB's world (its distance from the topics, or the weight of words no chunk holds).
     pub fn why_out_of_domain(&self) -> String {
@@ -454,6 +473,24 @@ mod tests {
         let q = "Is there a per-role setting that caps the CPU share?";
         let two = vec![term("per-role", 1), term("caps", 1), term("setting", 400)];
         assert!(ev(0.65, q, two).answerable());
+    }
+
+    #[test]
+    fn far_from_the_topics_and_barely_answerable_is_out_of_domain_after_reading() {
+        let ev = |domain_score, best_score| Evidence {
+            best_score,
+            ..scored(domain_score, "q", Vec::new())
+        };
+        assert!(ev(DOMAIN_MIN_SCORE - 0.02, READ_OUT_OF_DOMAIN_BELOW - 0.05)
+            .out_of_domain_after_reading());
+        assert!(
+            !ev(DOMAIN_MIN_SCORE + 0.02, READ_OUT_OF_DOMAIN_BELOW - 0.05)
+                .out_of_domain_after_reading()
+        );
+        assert!(
+            !ev(DOMAIN_MIN_SCORE - 0.02, READ_OUT_OF_DOMAIN_BELOW + 0.05)
+                .out_of_domain_after_reading()
+        );
     }
 
     #[test]

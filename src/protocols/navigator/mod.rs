@@ -221,6 +221,15 @@ impl Pending for PendingNavigator {
         let (answer, cited) = match mode {
             AnswerMode::Reader => {
                 let reading = reader::read(llm, &ev, &mut report, watch)?;
+                if reading.nothing_supported && ev.out_of_domain_after_reading() {
+                    report.decision = format!(
+                        "out of domain: {}; the passages supported nothing the reader wrote, \
+                         and the question is far from the topics ({:.3}) with a best passage \
+                         of {:.3}",
+                        report.decision, ev.domain_score, ev.best_score
+                    );
+                    return check(refusal::out_of_domain(&ev), &ev, &facts, report, None);
+                }
                 let mut cited: Vec<(String, String)> = Vec::new();
                 for &q in &reading.cited {
                     let h = &ev.hits[q];

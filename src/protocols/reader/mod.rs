@@ -80,6 +80,9 @@ pub struct Reading {
     pub answer: String,
     /// Specific tokens of the model's answer the quotes lack (the answer was replaced).
     pub replaced: Vec<String>,
+    /// The model wrote an answer and the passages read support none of its sentences:
+    /// the answer is the documentation's closest sentences (`support::CLOSEST_INTRO`).
+    pub nothing_supported: bool,
 }
 
 /// How the answer string may not end: after a space, an opening bracket, a comma, `=` or
@@ -198,6 +201,8 @@ pub fn read(
         fallback,
         report,
     );
+    let nothing_supported =
+        !report.removed.is_empty() && answer.starts_with(support::CLOSEST_INTRO);
     // The documentation's own words after the answer, with their source: the best
     // sentence of the quoted passages, then the best of every retrieved chunk (what the
     // extractive mode answers with), alternating. The quoted passages hold the answer more
@@ -242,6 +247,7 @@ pub fn read(
         cited,
         answer,
         replaced,
+        nothing_supported,
     })
 }
 
