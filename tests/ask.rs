@@ -651,7 +651,9 @@ fn reader_refuses_as_out_of_domain_when_its_passages_support_nothing_it_wrote() 
         .complete(Some(&mut llm))
         .unwrap();
     assert!(
-        report.decision.contains("supported nothing the reader wrote"),
+        report
+            .decision
+            .contains("supported nothing the reader wrote"),
         "{}",
         report.decision
     );

@@ -107,11 +107,19 @@ pub fn search_index_weighted(
     let qv = queries.first().map(|q| q.1).unwrap_or_default();
     let mut ranked: Vec<(u64, f64)> = fused.into_iter().collect();
     ranked.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap().then(a.0.cmp(&b.0)));
-    let mut hits = Vec::with_capacity(k);
-    for (key, fused) in ranked.into_iter().take(k) {
+    let mut hits: Vec<Hit> = Vec::with_capacity(k);
+    for (key, fused) in ranked.into_iter() {
+        if hits.len() >= k {
+            break;
+        }
         let Some(c) = index.chunk(key)? else {
             continue;
         };
+        // A text already among the hits (a file included by several pages: git's diff
+        // options in six manual pages) is read once; the next hit takes its place.
+        if hits.iter().any(|h| h.text == c.text) {
+            continue;
+        }
         let cos = match cosines.get(&key) {
             Some(c) => *c,
             None => index.vector(key).map(|v| cosine(qv, &v)).unwrap_or(0.0),
@@ -137,4 +145,53 @@ pub fn search_index_weighted(
 pub fn normalised(cosine: f32) -> f64 {
     let s = ((cosine as f64 + 1.0) / 2.0).clamp(0.0, 1.0);
     (s * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kb::store::ChunkRecord;
+
+    /// Four chunks, the first two with the same text (one file included by two pages).
+    struct Included;
+
+    impl ChunkIndex for Included {
+        fn dense(&self, _: &[f32], k: usize) -> Result<Vec<(u64, f32)>> {
+            Ok([(1, 0.9), (2, 0.9), (3, 0.8), (4, 0.7)]
+                .into_iter()
+                .take(k)
+                .collect())
+        }
+        fn keywords(&self, _: &str, k: usize) -> Result<Vec<(u64, f64)>> {
+            Ok([(1, 3.0), (2, 3.0), (4, 2.0)].into_iter().take(k).collect())
+        }
+        fn chunk(&self, key: u64) -> Result<Option<ChunkRecord>> {
+            let text = if key <= 2 {
+                "--stat: a diffstat".into()
+            } else {
+                format!("text {key}")
+            };
+            Ok(Some(ChunkRecord {
+                key,
+                chunk_id: format!("c{key}"),
+                file: format!("page-{key}.html"),
+                kind: "html".into(),
+                heading: "OPTIONS".into(),
+                section_path: vec!["OPTIONS".into()],
+                anchor: "options".into(),
+                page: None,
+                text,
+            }))
+        }
+        fn vector(&self, _: u64) -> Option<Vec<f32>> {
+            Some(vec![1.0])
+        }
+    }
+
+    #[test]
+    fn a_text_already_among_the_hits_is_read_once_and_the_next_takes_its_place() {
+        let hits = search_index(&Included, "diffstat", &[1.0], 3, SearchMode::Hybrid).unwrap();
+        let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(ids, ["c1", "c4", "c3"]);
+    }
 }
