@@ -660,4 +660,10 @@ fn reader_refuses_as_out_of_domain_when_its_passages_support_nothing_it_wrote() 
     assert!(r.out_of_domain, "{}", r.answer);
     assert!(r.sources.is_empty(), "{r:?}");
     assert!(!report.removed.is_empty(), "{:?}", report.notes);
+    assert!(
+        r.confidence_reason
+            .contains("support nothing an answer could say"),
+        "{}",
+        r.confidence_reason
+    );
 }

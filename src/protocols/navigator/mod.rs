@@ -228,7 +228,8 @@ impl Pending for PendingNavigator {
                          of {:.3}",
                         report.decision, ev.domain_score, ev.best_score
                     );
-                    return check(refusal::out_of_domain(&ev), &ev, &facts, report, None);
+                    let response = refusal::out_of_domain_after_reading(&ev);
+                    return check(response, &ev, &facts, report, None);
                 }
                 let mut cited: Vec<(String, String)> = Vec::new();
                 for &q in &reading.cited {

@@ -56,6 +56,20 @@ pub fn out_of_domain(ev: &Evidence) -> NavigatorResponse {
     }
 }
 
+/// `out_of_domain` decided after reading: the passages found matched the question's
+/// words, but they supported nothing the reader wrote from them.
+pub fn out_of_domain_after_reading(ev: &Evidence) -> NavigatorResponse {
+    NavigatorResponse {
+        confidence_reason: format!(
+            "The closest passages (best match {:.2}) support nothing an answer could say, \
+             and the question is far from the knowledge base's topics (similarity {:.2}), \
+             so it is outside the configured domain.",
+            ev.best_score, ev.domain_score
+        ),
+        ..out_of_domain(ev)
+    }
+}
+
 pub fn not_documented(ev: &Evidence, why: &Absence) -> NavigatorResponse {
     let mut related: Vec<String> = Vec::new();
     for h in &ev.hits {
