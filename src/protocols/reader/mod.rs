@@ -193,7 +193,7 @@ pub fn read(
     let context = quoted_context(ev, &quoted);
     let fallback = || fallback_sentences(ev, &quoted, FALLBACK_SENTENCES);
     let read = report.shown_to_model.clone();
-    let (verdict, mut answer, replaced) = apply_rules(
+    let (verdict, mut answer, replaced, nothing_supported) = apply_rules(
         said,
         quoted.len(),
         model_answer,
@@ -201,8 +201,6 @@ pub fn read(
         fallback,
         report,
     );
-    let nothing_supported =
-        !report.removed.is_empty() && answer.starts_with(support::CLOSEST_INTRO);
     // The documentation's own words after the answer, with their source: the best
     // sentence of the quoted passages, then the best of every retrieved chunk (what the
     // extractive mode answers with), alternating. The quoted passages hold the answer more
@@ -277,7 +275,8 @@ fn alternate<'a>(
 /// not read them); then each sentence is held to the passages read (`texts.2`, see
 /// `support`): those they do not support are removed, and when none is left the answer
 /// is `fallback`, introduced as the documentation's closest sentences. Returns the
-/// verdict, the answer and the refused tokens.
+/// verdict, the answer, the refused tokens, and whether that last case happened (the
+/// passages supported none of the sentences the model wrote).
 pub fn apply_rules(
     said: Verdict,
     n_quoted: usize,
@@ -285,8 +284,9 @@ pub fn apply_rules(
     texts: (&str, &str, &str),
     fallback: impl FnOnce() -> String,
     report: &mut Report,
-) -> (Verdict, String, Vec<String>) {
+) -> (Verdict, String, Vec<String>, bool) {
     let (question, quoted_text, read) = texts;
+    let mut nothing_supported = false;
     let mut verdict = said;
     if n_quoted == 0 {
         verdict = Verdict::DoesNotAnswer;
@@ -322,13 +322,14 @@ pub fn apply_rules(
         if !supported && verdict == Verdict::Answers {
             verdict = Verdict::Partly;
         }
+        nothing_supported = !supported && !answer.is_empty();
         answer
     };
     report.decision = format!("reader: said {said:?}, {n_quoted} passages quoted → {verdict:?}");
     if !report.removed.is_empty() {
         report.decision += &format!("; {} unsupported sentences removed", report.removed.len());
     }
-    (verdict, answer, replaced)
+    (verdict, answer, replaced, nothing_supported)
 }
 
 /// Content words an answer must add to the question's to say something. The 0.5B model
@@ -569,6 +570,22 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_whose_every_sentence_is_unsupported_says_so() {
+        let mut report = Report::default();
+        let r = apply_rules(
+            Verdict::Answers,
+            1,
+            "Cherries are best picked in early summer.".into(),
+            ("When should I pick cherries?", QUOTED, QUOTED),
+            || "the quoted sentence".to_string(),
+            &mut report,
+        );
+        assert!(r.1.starts_with(support::CLOSEST_INTRO), "{}", r.1);
+        assert!(r.3);
+        assert_eq!(r.0, Verdict::Partly);
+    }
+
+    #[test]
     fn a_yes_without_quotes_does_not_answer() {
         let mut report = Report::default();
         let r = apply_rules(
@@ -593,6 +610,7 @@ mod tests {
             Verdict::Partly,
             "an answer the quotes do not hold is not a yes"
         );
+        assert!(!r.3, "refused for its tokens, not for its sentences");
     }
 
     #[test]
