@@ -102,8 +102,10 @@ impl Pending for PendingRag {
                 let reading = reader::read(llm, &ev, &mut report, watch)?;
                 if reading.nothing_supported && ev.out_of_domain_after_reading() {
                     report.decision = format!(
-                        "out of domain: {}; the passages supported nothing the reader wrote",
-                        report.decision
+                        "out of domain: {}; the passages supported nothing the reader wrote, \
+                         and the question is {}",
+                        report.decision,
+                        ev.why_out_of_domain_after_reading()
                     );
                     NOT_FOUND.to_string()
                 } else {

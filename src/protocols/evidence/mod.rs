@@ -68,7 +68,9 @@ pub const UNKNOWN_WEIGHT_OUT_OF_DOMAIN: f64 = 0.45;
 /// sample KB (`sextant eval --kb K eval/SET.jsonl --split tune --modes reader --json`),
 /// the one out-of-domain question answered that way scores 0.633 ("When is the deadline
 /// for filing my personal tax return?"); the answerable ones answered that way far from
-/// the topics score 0.767 and more.
+/// the topics score 0.767 and more. Above it, a word of the question the passages do
+/// not mention decides instead: no answerable question of the tuning halves answered
+/// that way far from the topics names one.
 pub const READ_OUT_OF_DOMAIN_BELOW: f64 = 0.70;
 
 /// Retrieved chunks the reader is shown, best first: the passages an answer is read from.
@@ -293,12 +295,33 @@ impl Evidence {
 
     /// Whether a question the rules let through is out of domain after all, once the
     /// reader has written nothing its passages support: far from the KB's topics
-    /// (`DOMAIN_MIN_SCORE`) and with a best passage that barely clears the answerable
-    /// bar (`READ_OUT_OF_DOMAIN_BELOW`). Three weak signals that agree: an everyday
-    /// question in the manual's words ("When is the best time of year to pick
-    /// cherries?" over git's cherry-pick) retrieves passages the model cannot answer from.
+    /// (`DOMAIN_MIN_SCORE`), and either its best passage barely clears the answerable bar
+    /// (`READ_OUT_OF_DOMAIN_BELOW`) or it names a word the passages and the KB barely
+    /// know (`unmentioned_terms`). Weak signals that agree: an everyday question in the
+    /// manual's words ("When is the best time of year to pick cherries?" over git's
+    /// cherry-pick, "the right way to tag a tree for removal in a public park") retrieves
+    /// passages the model cannot answer from.
     pub fn out_of_domain_after_reading(&self) -> bool {
-        self.domain_score < DOMAIN_MIN_SCORE && self.best_score < READ_OUT_OF_DOMAIN_BELOW
+        self.domain_score < DOMAIN_MIN_SCORE
+            && (self.best_score < READ_OUT_OF_DOMAIN_BELOW
+                || !self.unmentioned_terms("").is_empty())
+    }
+
+    /// What decided `out_of_domain_after_reading`, past the reader's unsupported
+    /// sentences: "far from the topics (0.668) with a best passage of 0.701 that does not
+    /// mention “park”".
+    pub fn why_out_of_domain_after_reading(&self) -> String {
+        let lacks = if self.best_score < READ_OUT_OF_DOMAIN_BELOW {
+            String::new()
+        } else {
+            let named =
+                crate::protocols::gap::list(&self.unmentioned_terms("")).unwrap_or_default();
+            format!(" that does not mention {named}")
+        };
+        format!(
+            "far from the topics ({:.3}) with a best passage of {:.3}{lacks}",
+            self.domain_score, self.best_score
+        )
     }
 
     /// Why `out_of_domain` holds: why it is unanswerable, and what puts it outside the
@@ -491,6 +514,35 @@ mod tests {
             !ev(DOMAIN_MIN_SCORE - 0.02, READ_OUT_OF_DOMAIN_BELOW + 0.05)
                 .out_of_domain_after_reading()
         );
+    }
+
+    #[test]
+    fn a_word_the_passages_lack_decides_out_of_domain_after_reading_above_the_bar() {
+        let q = "What's the right way to tag a tree for removal in a public park?";
+        let ev = |domain_score, park_chunks| Evidence {
+            best_score: READ_OUT_OF_DOMAIN_BELOW + 0.01,
+            ..scored(
+                domain_score,
+                q,
+                vec![
+                    term("tag", 416),
+                    term("tree", 939),
+                    term("park", park_chunks),
+                ],
+            )
+        };
+        let park = ev(DOMAIN_MIN_SCORE - 0.02, 0);
+        assert!(park.out_of_domain_after_reading());
+        assert!(
+            park.why_out_of_domain_after_reading()
+                .ends_with("that does not mention “park”"),
+            "{}",
+            park.why_out_of_domain_after_reading()
+        );
+        // Every word known to the KB: the bar decides, and the passage clears it.
+        assert!(!ev(DOMAIN_MIN_SCORE - 0.02, 300).out_of_domain_after_reading());
+        // Near the KB's topics, a missing word is a gap, not another subject.
+        assert!(!ev(DOMAIN_MIN_SCORE + 0.02, 0).out_of_domain_after_reading());
     }
 
     #[test]

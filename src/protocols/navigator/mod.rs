@@ -224,9 +224,9 @@ impl Pending for PendingNavigator {
                 if reading.nothing_supported && ev.out_of_domain_after_reading() {
                     report.decision = format!(
                         "out of domain: {}; the passages supported nothing the reader wrote, \
-                         and the question is far from the topics ({:.3}) with a best passage \
-                         of {:.3}",
-                        report.decision, ev.domain_score, ev.best_score
+                         and the question is {}",
+                        report.decision,
+                        ev.why_out_of_domain_after_reading()
                     );
                     let response = refusal::out_of_domain_after_reading(&ev);
                     return check(response, &ev, &facts, report, None);

@@ -59,10 +59,14 @@ pub fn out_of_domain(ev: &Evidence) -> NavigatorResponse {
 /// `out_of_domain` decided after reading: the passages found matched the question's
 /// words, but they supported nothing the reader wrote from them.
 pub fn out_of_domain_after_reading(ev: &Evidence) -> NavigatorResponse {
+    let lacks = match crate::protocols::gap::list(&ev.unmentioned_terms("")) {
+        Some(named) => format!(" and do not mention {named}"),
+        None => String::new(),
+    };
     NavigatorResponse {
         confidence_reason: format!(
-            "The closest passages (best match {:.2}) support nothing an answer could say, \
-             and the question is far from the knowledge base's topics (similarity {:.2}), \
+            "The closest passages (best match {:.2}) support nothing an answer could \
+             say{lacks}, and the question is far from the knowledge base's topics (similarity {:.2}), \
              so it is outside the configured domain.",
             ev.best_score, ev.domain_score
         ),
