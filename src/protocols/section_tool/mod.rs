@@ -117,8 +117,13 @@ pub fn prepare(
         bail!("no retrieved section of the knowledge base can be navigated to; search for the question instead");
     };
     if tied.len() == 1 {
+        let usage = best
+            .instead_of
+            .as_ref()
+            .map(|h| format!("; its page's {h}, which only lists usage, matched first"))
+            .unwrap_or_default();
         report.decision = format!(
-            "retrieval: {} holds the most evidence ({:.4}, next {:.4})",
+            "retrieval: {} holds the most evidence ({:.4}, next {:.4}){usage}",
             best.label(),
             best.score,
             places.get(1).map_or(0.0, |p| p.score)

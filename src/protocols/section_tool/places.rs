@@ -22,6 +22,8 @@ pub struct Place {
     pub score: f64,
     /// The place's best chunk (an index into the hits).
     pub best: usize,
+    /// The usage section of the same page whose rank it took (`after_usage`).
+    pub instead_of: Option<String>,
 }
 
 impl Place {
@@ -81,11 +83,58 @@ pub fn rank(tree: &HeadingTree, hits: &[Hit]) -> Vec<Place> {
                 path,
                 score: h.fused,
                 best: i,
+                instead_of: None,
             }),
         }
     }
     places.sort_by(|a, b| b.score.total_cmp(&a.score));
-    places
+    after_usage(places)
+}
+
+/// Headings of a reference page's name line and usage ("NAME", "SYNOPSIS"): they list
+/// what the page is about, not where a question is answered.
+const USAGE_HEADINGS: &[&str] = &["name", "synopsis"];
+
+fn is_usage(place: &Place) -> bool {
+    place
+        .path
+        .last()
+        .is_some_and(|h| USAGE_HEADINGS.contains(&h.trim().to_lowercase().as_str()))
+}
+
+/// `places` (best first) with each usage section (`USAGE_HEADINGS`) ranked where the
+/// next place of its own file was, and that place in its stead, with the rank's score:
+/// a page's synopsis matches the question's words because it lists every option, but the
+/// answer is in the section that explains the option. Without another place of the file
+/// among the hits, it stays.
+fn after_usage(places: Vec<Place>) -> Vec<Place> {
+    let scores: Vec<f64> = places.iter().map(|p| p.score).collect();
+    let mut slots: Vec<Option<(Place, bool)>> =
+        places.into_iter().map(|p| Some((p, false))).collect();
+    let mut ranked = Vec::with_capacity(slots.len());
+    for i in 0..slots.len() {
+        let Some((place, moved)) = slots[i].take() else {
+            continue;
+        };
+        let next = (i + 1..slots.len()).find(|&j| {
+            slots[j]
+                .as_ref()
+                .is_some_and(|(p, _)| p.file == place.file && !is_usage(p))
+        });
+        match next.filter(|_| !moved && is_usage(&place)) {
+            Some(j) => {
+                let (mut other, _) = slots[j].take().expect("found above");
+                other.instead_of = place.path.last().cloned();
+                ranked.push(other);
+                slots[j] = Some((place, true));
+            }
+            None => ranked.push(place),
+        }
+    }
+    for (place, score) in ranked.iter_mut().zip(scores) {
+        place.score = score;
+    }
+    ranked
 }
 
 /// The places within `margin` (relative) of the best: those the evidence does not tell
@@ -142,6 +191,42 @@ mod tests {
         assert_eq!(near_ties(&places, 0.02, 3).len(), 1);
         assert_eq!(near_ties(&places, 0.1, 3).len(), 2);
         assert_eq!(near_ties(&places, 0.1, 1).len(), 1);
+    }
+
+    #[test]
+    fn a_usage_section_gives_way_to_its_own_pages_next_place() {
+        let place = |file: &str, heading: &str, score| Place {
+            file: file.into(),
+            path: vec!["tool(1) Manual Page".into(), heading.into()],
+            score,
+            best: 0,
+            instead_of: None,
+        };
+        let places = after_usage(vec![
+            place("tool.html", "SYNOPSIS", 0.033),
+            place("tool.html", "NAME", 0.032),
+            place("other.html", "OPTIONS", 0.031),
+            place("tool.html", "OPTIONS", 0.030),
+            place("tool.html", "EXAMPLES", 0.025),
+            place("lone.html", "NAME", 0.020),
+        ]);
+        let order: Vec<(&str, &str, f64)> = places
+            .iter()
+            .map(|p| (p.file.as_str(), p.path[1].as_str(), p.score))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("tool.html", "OPTIONS", 0.033),
+                ("tool.html", "EXAMPLES", 0.032),
+                ("other.html", "OPTIONS", 0.031),
+                ("tool.html", "SYNOPSIS", 0.030),
+                ("tool.html", "NAME", 0.025),
+                // No other place of its page among the hits: it stays.
+                ("lone.html", "NAME", 0.020),
+            ]
+        );
+        assert_eq!(places[0].instead_of.as_deref(), Some("SYNOPSIS"));
     }
 
     #[test]
