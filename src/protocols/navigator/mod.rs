@@ -221,13 +221,7 @@ impl Pending for PendingNavigator {
         let (answer, cited) = match mode {
             AnswerMode::Reader => {
                 let reading = reader::read(llm, &ev, &mut report, watch)?;
-                if reading.nothing_supported && ev.out_of_domain_after_reading() {
-                    report.decision = format!(
-                        "out of domain: {}; the passages supported nothing the reader wrote, \
-                         and the question is {}",
-                        report.decision,
-                        ev.why_out_of_domain_after_reading()
-                    );
+                if reading.out_of_domain(&ev, &mut report) {
                     let response = refusal::out_of_domain_after_reading(&ev);
                     return check(response, &ev, &facts, report, None);
                 }

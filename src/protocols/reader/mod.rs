@@ -85,6 +85,24 @@ pub struct Reading {
     pub nothing_supported: bool,
 }
 
+impl Reading {
+    /// Whether the question is out of domain after all, now that the reader has written
+    /// nothing its passages support (`Evidence::out_of_domain_after_reading`); if so the
+    /// report's decision says what decided it.
+    pub fn out_of_domain(&self, ev: &Evidence, report: &mut Report) -> bool {
+        if !(self.nothing_supported && ev.out_of_domain_after_reading()) {
+            return false;
+        }
+        report.decision = format!(
+            "out of domain: {}; the passages supported nothing the reader wrote, and the \
+             question is {}",
+            report.decision,
+            ev.why_out_of_domain_after_reading()
+        );
+        true
+    }
+}
+
 /// How the answer string may not end: after a space, an opening bracket, a comma, `=` or
 /// `-`, where a sentence or a command is cut. A `"` the model copies from a passage
 /// ("taken from the "", "patch configmap … -p '{"") would otherwise close the JSON
