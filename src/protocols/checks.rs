@@ -6,6 +6,7 @@ use regex::Regex;
 use serde::Serialize;
 
 use super::evidence::{content_words, overlap_share};
+use super::prose_commands::{command_found, prose_commands};
 
 /// Share of the answer's content words that must occur in the cited sections for the
 /// sources to count as supporting the answer (rule 4).
@@ -120,12 +121,28 @@ pub fn hallucination_patterns(answer: &str, sources_text: &str) -> RuleResult {
 }
 
 /// The answer's specific tokens (`specific_tokens`) that the sources do not contain.
+/// Commands handed over in prose (`prose_commands`) count too, unless their tool is one
+/// the patterns already check.
 pub fn invented_tokens(answer: &str, sources_text: &str) -> Vec<String> {
     let hay = normalise_space(sources_text);
-    specific_tokens(answer)
+    let mut invented: Vec<String> = specific_tokens(answer)
         .into_iter()
         .filter(|t| !token_found(t, &hay))
-        .collect()
+        .collect();
+    let commands = prose_commands(answer);
+    if !commands.is_empty() {
+        let lines: Vec<String> = sources_text.lines().map(normalise_space).collect();
+        for command in commands {
+            let tool = command.split(' ').next().unwrap_or_default();
+            if !COMMANDS.contains(&tool)
+                && !command_found(&command, &lines)
+                && !invented.contains(&command)
+            {
+                invented.push(command);
+            }
+        }
+    }
+    invented
 }
 
 fn normalise_space(s: &str) -> String {
@@ -270,6 +287,20 @@ mod tests {
             let r = hallucination_patterns(planted, SOURCE);
             assert!(!r.passed, "not flagged: {planted}");
         }
+    }
+
+    #[test]
+    fn a_command_handed_over_in_prose_must_show_its_tool_and_next_word() {
+        let source = "| `=` | place the package on hold |\n\
+                      | `apt-mark hold package_name` | set a package on hold |";
+        let r = hallucination_patterns("Run apt hold <package>.", source);
+        assert!(
+            !r.passed && r.detail.contains("apt hold <package>"),
+            "{r:?}"
+        );
+        assert!(hallucination_patterns("Run apt-mark hold <package>.", source).passed);
+        // Prose after a verb of running is not a command.
+        assert!(hallucination_patterns("Run the following command to hold it.", source).passed);
     }
 
     #[test]

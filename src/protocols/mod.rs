@@ -17,6 +17,7 @@ pub mod gap;
 pub mod grounded;
 pub mod interview;
 pub mod navigator;
+mod prose_commands;
 pub mod rag;
 pub mod reader;
 pub mod routing;

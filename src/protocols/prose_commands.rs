@@ -1,0 +1,163 @@
+//! Commands a model writes in prose, outside backticks: "Run apt hold <package>." The
+//! patterns of `checks::specific_tokens` find code spans and the invocations of a few
+//! well-known tools; a command of any other tool is found by the verb that hands it to
+//! the person ("run", "type", "execute", "enter") and by a word that only code has (a
+//! flag, a `<placeholder>`, a name or value with `_ - . / = :`), since prose follows
+//! such verbs too ("run tests before you push"). Such a command is supported when the
+//! text read shows its tool with the same next word: written together, or on one line
+//! (a table row, an option's entry), so that a paraphrase of a real invocation passes
+//! and a real tool given a subcommand it does not have ("apt hold") does not.
+
+use regex::Regex;
+
+use super::support::GENERAL;
+
+/// Words that only say a command follows ("run the following command").
+const NOT_A_TOOL: &[&str] = &[
+    "following",
+    "command",
+    "commands",
+    "script",
+    "program",
+    "query",
+    "statement",
+    "step",
+    "steps",
+    "again",
+];
+
+/// The commands of `answer` that verbs of running hand to the person, each its tool and
+/// the words after it up to the first word of prose (two words at least, one of them
+/// code-like).
+pub fn prose_commands(answer: &str) -> Vec<String> {
+    static RUN: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let run = RUN.get_or_init(|| {
+        Regex::new(r"(?i)\b(?:run|type|execute|enter)[ \t]+([a-z][^\s`]*(?:[ \t]+[^\s`]+){1,8})")
+            .expect("static regex")
+    });
+    let mut out: Vec<String> = Vec::new();
+    for c in run.captures_iter(answer) {
+        let mut words: Vec<String> = Vec::new();
+        for raw in c[1].split_whitespace() {
+            let ends_sentence = raw.ends_with(['.', ',', ';', ':', '?', '!', ')']);
+            let w = raw
+                .trim_end_matches(['.', ',', ';', ':', '?', '!', ')'])
+                .to_lowercase();
+            if w.is_empty() || !is_command_word(&w) {
+                break;
+            }
+            words.push(w);
+            if ends_sentence {
+                break;
+            }
+        }
+        let Some(tool) = words.first() else {
+            continue;
+        };
+        if words.len() < 2
+            || crate::kb::stopwords::is_stopword(tool)
+            || GENERAL.contains(&tool.as_str())
+            || NOT_A_TOOL.contains(&tool.as_str())
+            || words[1].starts_with('<')
+            || !words.iter().any(|w| is_code_like(w))
+        {
+            continue;
+        }
+        let command = words.join(" ");
+        if !out.contains(&command) {
+            out.push(command);
+        }
+    }
+    out
+}
+
+/// A word that can be part of an invocation: a flag, a placeholder, or a lowercase name
+/// or value; a stopword ("to", "with", "and") is where the prose resumes.
+fn is_command_word(w: &str) -> bool {
+    if w.starts_with('-') || (w.starts_with('<') && w.ends_with('>')) {
+        return true;
+    }
+    !crate::kb::stopwords::is_stopword(w)
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./=:@+".contains(c))
+}
+
+/// A word only code has: a flag, a placeholder, or a name or value with `_ - . / = :`.
+fn is_code_like(w: &str) -> bool {
+    w.starts_with('-') || w.starts_with('<') || w.contains(['_', '-', '.', '/', '=', ':'])
+}
+
+/// Whether the text read (`hay`: whitespace-normalised, lowercase) shows `command`'s
+/// tool with its next word: together, or as words of one line.
+pub fn command_found(command: &str, hay_lines: &[String]) -> bool {
+    let words: Vec<&str> = command.split(' ').collect();
+    let (tool, next) = (words[0], words[1]);
+    let together = format!("{tool} {next}");
+    hay_lines
+        .iter()
+        .any(|line| line.contains(&together) || (has_word(line, tool) && line.contains(next)))
+}
+
+/// Whether `word` occurs in `line` with no letter, digit, `-` or `_` on either side.
+fn has_word(line: &str, word: &str) -> bool {
+    let part = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
+    line.match_indices(word).any(|(i, _)| {
+        let before = line[..i].chars().next_back();
+        let after = line[i + word.len()..].chars().next();
+        !before.is_some_and(part) && !after.is_some_and(part)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &str) -> Vec<String> {
+        text.lines().map(|l| l.to_lowercase()).collect()
+    }
+
+    #[test]
+    fn commands_handed_over_in_prose_are_found_and_prose_is_not() {
+        assert_eq!(
+            prose_commands("Run apt hold <package>."),
+            ["apt hold <package>"]
+        );
+        assert_eq!(
+            prose_commands("Run dpkg -S file_name_pattern to find it."),
+            ["dpkg -s file_name_pattern"]
+        );
+        assert_eq!(
+            prose_commands("Then execute apt-get dist-upgrade on the host."),
+            ["apt-get dist-upgrade"]
+        );
+        for prose in [
+            "Run the following command.",
+            "Run it again later.",
+            "Type q to quit.",
+            "Run tests before you push.",
+            "Run `apt-mark hold foo` first.",
+            "Enter your passphrase when asked.",
+            "Then execute VACUUM FULL on the table.",
+        ] {
+            assert!(
+                prose_commands(prose).is_empty(),
+                "{prose}: {:?}",
+                prose_commands(prose)
+            );
+        }
+    }
+
+    #[test]
+    fn a_tool_given_a_subcommand_the_text_does_not_show_is_not_found() {
+        let read = lines(
+            "| `=` | place the package on hold |\n\
+             | `apt-mark hold package_name` | hold a package |\n\
+             Run `reindexdb --concurrently` to rebuild without locks.",
+        );
+        assert!(!command_found("apt hold <package>", &read));
+        assert!(command_found("apt-mark hold <package>", &read));
+        // A paraphrase of a real invocation: the tool and its next word on one line.
+        assert!(command_found("reindexdb concurrently", &read));
+        assert!(!command_found("reindexdb everything", &read));
+    }
+}
