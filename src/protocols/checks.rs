@@ -63,6 +63,9 @@ pub fn specific_tokens(text: &str) -> Vec<String> {
             // Dotted setting names (`merge.conflictStyle`, `core.autocrlf`): segments of
             // two or more characters, so "e.g." and "i.e." are prose.
             r"\b[a-zA-Z][\w-]+(?:\.[a-zA-Z][\w-]+)+\b",
+            // Names with an underscore (`shared_buffers`, `SQLITE_MAX_LENGTH`), and a
+            // function's call (`sqlite3_backup_init()`).
+            r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?:\(\))?",
             // Command-line flags: --long-option (with a value), or -x.
             r"(?:^|[\s(`'\x22])(--?[a-zA-Z][\w-]*(?:=[^\s`'\x22)]+)?)",
             // Numbers of two or more digits (amounts, ports, versions, sizes).
@@ -125,9 +128,10 @@ pub fn hallucination_patterns(answer: &str, sources_text: &str) -> RuleResult {
 /// the patterns already check.
 pub fn invented_tokens(answer: &str, sources_text: &str) -> Vec<String> {
     let hay = normalise_space(sources_text);
+    let said = normalise_space(answer);
     let mut invented: Vec<String> = specific_tokens(answer)
         .into_iter()
-        .filter(|t| !token_found(t, &hay))
+        .filter(|t| !token_found(t, &hay, &said))
         .collect();
     let commands = prose_commands(answer);
     if !commands.is_empty() {
@@ -152,9 +156,15 @@ fn normalise_space(s: &str) -> String {
         .to_lowercase()
 }
 
-/// Whether a specific token occurs in `hay` (whitespace-normalised, lowercase sources).
-fn token_found(token: &str, hay: &str) -> bool {
+/// Whether a specific token of the answer (`said`, normalised as `hay`) occurs in `hay`
+/// (whitespace-normalised, lowercase sources). A number or underscored name the answer
+/// writes whole must be whole there too; a piece of a longer one (the "15.1" of
+/// "v2.15.1") is looked for as a piece.
+fn token_found(token: &str, hay: &str, said: &str) -> bool {
     let t = normalise_space(token);
+    if let Some(bounded) = bounded_token(&t).filter(|b| b.found_in(said)) {
+        return bounded.found_in(hay);
+    }
     if hay.contains(&t) {
         return true;
     }
@@ -173,6 +183,64 @@ fn token_found(token: &str, hay: &str) -> bool {
                 w.contains(['/', '.', '=', ':', '-']) || w.chars().any(|c| c.is_ascii_digit())
             })
             .all(|w| hay.contains(w))
+}
+
+/// A number or a name with an underscore: found only whole, so that a number cut short
+/// ("1,000,000,00" in "1,000,000,000") or a name with a part missing ("sqlite3_backup()"
+/// in "sqlite3_backup_init()") is not taken for the one the sources give.
+enum Bounded<'a> {
+    /// Digits with `,` or `.` between them: no digit, and no `,` or `.` joined to one,
+    /// on either side; letters after it are a unit ("30s"). A number with its unit
+    /// ("30 s") is bounded before it only.
+    Number { number: &'a str, unit: bool },
+    /// An identifier: no letter, digit or `_` on either side; a call (`name()`) must be
+    /// followed by `(`.
+    Name { name: &'a str, call: bool },
+}
+
+fn bounded_token(t: &str) -> Option<Bounded<'_>> {
+    let digits = |c: char| c.is_ascii_digit() || c == ',' || c == '.';
+    let number = t.strip_prefix('$').unwrap_or(t);
+    if number.starts_with(|c: char| c.is_ascii_digit()) {
+        let unit = !number.chars().all(digits);
+        return Some(Bounded::Number { number, unit });
+    }
+    let (name, call) = match t.strip_suffix("()") {
+        Some(n) => (n, true),
+        None => (t, false),
+    };
+    let identifier = name.contains('_')
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    identifier.then_some(Bounded::Name { name, call })
+}
+
+impl Bounded<'_> {
+    fn found_in(&self, hay: &str) -> bool {
+        let (needle, word, unit) = match self {
+            Bounded::Number { number, unit } => (*number, false, *unit),
+            Bounded::Name { name, .. } => (*name, true, false),
+        };
+        // A version given short ("3.7" for "3.7.0") is the same release.
+        let version = !word && needle.contains('.');
+        let joined = |c: Option<char>, next: Option<char>, after: bool| match c {
+            Some(c) if c.is_ascii_digit() => true,
+            Some(c) if word => c.is_ascii_alphanumeric() || c == '_',
+            Some('.') if after && version => false,
+            // A separator joins only where a digit is beyond it ("1,000", "3.5", a time
+            // "17:00", a date "2024-05-31").
+            Some(',' | '.' | ':' | '-' | '/') => next.is_some_and(|n| n.is_ascii_digit()),
+            _ => false,
+        };
+        hay.match_indices(needle).any(|(i, _)| {
+            let mut before = hay[..i].chars().rev();
+            let mut after = hay[i + needle.len()..].chars();
+            let (b, b2) = (before.next(), before.next());
+            let (a, a2) = (after.next(), after.next());
+            let called = !matches!(self, Bounded::Name { call: true, .. }) || a == Some('(');
+            !joined(b, b2, false) && (unit || !joined(a, a2, true)) && called
+        })
+    }
 }
 
 /// Command names whose invocations `specific_tokens` picks out of prose.
@@ -301,6 +369,40 @@ mod tests {
         assert!(hallucination_patterns("Run apt-mark hold <package>.", source).passed);
         // Prose after a verb of running is not a command.
         assert!(hallucination_patterns("Run the following command to hold it.", source).passed);
+    }
+
+    #[test]
+    fn numbers_and_underscored_names_are_found_only_whole() {
+        let source = "The default is 1,000,000,000 bytes (3.7.0 and later); call \
+                      sqlite3_backup_init() with shared_buffers at 128MB, every 30s.";
+        for supported in [
+            "It is 1,000,000,000 bytes.",
+            "Since version 3.7, the limit holds.",
+            "Call sqlite3_backup_init() first.",
+            "Raise shared_buffers.",
+            "The check runs every 30s.",
+        ] {
+            let r = hallucination_patterns(supported, source);
+            assert!(r.passed, "{supported}: {r:?}");
+        }
+        for invented in [
+            "It is 1,000,000,00 bytes.",
+            "It is 000,000 bytes.",
+            "Call sqlite3_backup() first.",
+            "Raise shared_buffer.",
+            "Raise max_shared_buffers.",
+            "The check runs every 0s.",
+        ] {
+            let r = hallucination_patterns(invented, source);
+            assert!(!r.passed, "not flagged: {invented}");
+        }
+        // A piece of a longer number the answer itself writes is looked for as a piece.
+        let tagged = "Deploy image.tag=v2.15.1 at 09:41:02.117Z.";
+        // Pieces of a time or a date, too.
+        let due = "It is due 2024-05-31T17:00:00Z.";
+        assert!(hallucination_patterns(due, "due 2024-05-31T17:0000").passed);
+        assert!(hallucination_patterns(tagged, tagged).passed);
+        assert!(!hallucination_patterns("Deploy image.tag=v2.15.2.", tagged).passed);
     }
 
     #[test]

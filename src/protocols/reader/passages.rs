@@ -137,10 +137,10 @@ pub(super) fn quote_what_the_answer_names(
         .copied()
         .filter(|p| !quoted.contains(p))
         .filter(|&p| {
-            let context = quoted_context(ev, &[p]);
-            missing
-                .iter()
-                .any(|t| invented_tokens(t, &context).is_empty())
+            // Checked within the answer: a number or name is looked for as the answer
+            // writes it (whole, or a piece of a longer one).
+            let lacking = invented_tokens(answer, &quoted_context(ev, &[p]));
+            missing.iter().any(|t| !lacking.contains(t))
         })
         .collect();
     let extended: Vec<usize> = holding.iter().chain(quoted.iter()).copied().collect();
