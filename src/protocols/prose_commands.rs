@@ -87,8 +87,8 @@ fn is_code_like(w: &str) -> bool {
     w.starts_with('-') || w.starts_with('<') || w.contains(['_', '-', '.', '/', '=', ':'])
 }
 
-/// Whether the text read (`hay`: whitespace-normalised, lowercase) shows `command`'s
-/// tool with its next word: together, or as words of one line.
+/// Whether the text read (`hay_lines`: its lines, whitespace-normalised, lowercase)
+/// shows `command`'s tool with its next word: together, or as words of one line.
 pub fn command_found(command: &str, hay_lines: &[String]) -> bool {
     let words: Vec<&str> = command.split(' ').collect();
     let (tool, next) = (words[0], words[1]);
