@@ -11,6 +11,7 @@
 use regex::Regex;
 
 use super::support::GENERAL;
+use crate::kb::store::contains_word;
 
 /// Words that only say a command follows ("run the following command").
 const NOT_A_TOOL: &[&str] = &[
@@ -95,17 +96,7 @@ pub fn command_found(command: &str, hay_lines: &[String]) -> bool {
     let together = format!("{tool} {next}");
     hay_lines
         .iter()
-        .any(|line| line.contains(&together) || (has_word(line, tool) && line.contains(next)))
-}
-
-/// Whether `word` occurs in `line` with no letter, digit, `-` or `_` on either side.
-fn has_word(line: &str, word: &str) -> bool {
-    let part = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
-    line.match_indices(word).any(|(i, _)| {
-        let before = line[..i].chars().next_back();
-        let after = line[i + word.len()..].chars().next();
-        !before.is_some_and(part) && !after.is_some_and(part)
-    })
+        .any(|line| line.contains(&together) || (contains_word(line, tool) && line.contains(next)))
 }
 
 #[cfg(test)]

@@ -129,6 +129,7 @@ mod vectors;
 
 use vectors::index_options;
 
+pub(crate) use queries::contains_word;
 pub use queries::{peek, query_words, HeadingRow, Peek};
 pub use records::{
     ChunkListing, ChunkRecord, Counts, DocRecord, DocSummary, NewChunk, NewDocument, SectionRow,

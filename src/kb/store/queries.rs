@@ -396,7 +396,7 @@ const TERM_CHECK_ROWS: usize = 500;
 
 /// Whether `text` holds `word` (case-insensitively) with no letter, digit, `_` or `-`
 /// joined on either side.
-fn contains_word(text: &str, word: &str) -> bool {
+pub(crate) fn contains_word(text: &str, word: &str) -> bool {
     let text = text.to_lowercase();
     let word = word.to_lowercase();
     let joins = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-');
