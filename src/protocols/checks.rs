@@ -68,8 +68,10 @@ pub fn specific_tokens(text: &str) -> Vec<String> {
             r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?:\(\))?",
             // Command-line flags: --long-option (with a value), or -x.
             r"(?:^|[\s(`'\x22])(--?[a-zA-Z][\w-]*(?:=[^\s`'\x22)]+)?)",
-            // Numbers of two or more digits (amounts, ports, versions, sizes).
-            r"\$?\b\d[\d,]*\d(?:\.\d+)?\b",
+            // Numbers of two or more digits (amounts, ports, versions, sizes), and
+            // decimals ("0.2": a share the question gave as "20%", set as a value no
+            // passage shows, postgresql's pg-089).
+            r"\$?\b\d(?:[\d,]*\d)?\.\d+\b|\$?\b\d[\d,]*\d\b",
             r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds|minutes|min|h|hours|days|GB|GiB|MB|MiB|KB|TB|%|req/s|rps|cores?|replicas?|pods?)\b",
         ]
         .iter()
@@ -381,6 +383,7 @@ mod tests {
             "Call sqlite3_backup_init() first.",
             "Raise shared_buffers.",
             "The check runs every 30s.",
+            "Since 3.7.0, the limit holds.",
         ] {
             let r = hallucination_patterns(supported, source);
             assert!(r.passed, "{supported}: {r:?}");
@@ -392,6 +395,7 @@ mod tests {
             "Raise shared_buffer.",
             "Raise max_shared_buffers.",
             "The check runs every 0s.",
+            "Set it to 0.2.",
         ] {
             let r = hallucination_patterns(invented, source);
             assert!(!r.passed, "not flagged: {invented}");

@@ -1,10 +1,10 @@
 //! Commands a model writes in prose, outside backticks: "Run apt hold <package>." The
 //! patterns of `checks::specific_tokens` find code spans and the invocations of a few
-//! well-known tools; a command of any other tool is found by the verb that hands it to
-//! the person ("run", "type", "execute", "enter") and by a word that only code has (a
-//! flag, a `<placeholder>`, a name or value with `_ - . / = :`), since prose follows
-//! such verbs too ("run tests before you push"). Such a command is supported when the
-//! text read shows its tool with the same next word: written together, or on one line
+//! well-known tools; a command of any other tool is found by what hands it to the person
+//! ("run", "type", "execute", "enter", "the following command:") and by a word that only
+//! code has (a flag, a `<placeholder>`, a name or value with `_ - . / = :`), since prose
+//! follows such verbs too ("run tests before you push"). Such a command is supported when
+//! the text read shows its tool with the same next word: written together, or on one line
 //! (a table row, an option's entry), so that a paraphrase of a real invocation passes
 //! and a real tool given a subcommand it does not have ("apt hold") does not.
 
@@ -33,7 +33,9 @@ const NOT_A_TOOL: &[&str] = &[
 pub fn prose_commands(answer: &str) -> Vec<String> {
     static RUN: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
     let run = RUN.get_or_init(|| {
-        Regex::new(r"(?i)\b(?:run|type|execute|enter)[ \t]+([a-z][^\s`]*(?:[ \t]+[^\s`]+){1,8})")
+        Regex::new(
+            r"(?i)\b(?:run|type|execute|enter|commands?:)[ \t]+([a-z][^\s`]*(?:[ \t]+[^\s`]+){1,8})",
+        )
             .expect("static regex")
     });
     let mut out: Vec<String> = Vec::new();
@@ -121,6 +123,12 @@ mod tests {
             prose_commands("Then execute apt-get dist-upgrade on the host."),
             ["apt-get dist-upgrade"]
         );
+        // Introduced rather than handed over by a verb (the Debian Reference's backports
+        // question: no such tool).
+        assert_eq!(
+            prose_commands("Use the following command: bk update-backport <kernel-version>."),
+            ["bk update-backport <kernel-version>"]
+        );
         for prose in [
             "Run the following command.",
             "Run it again later.",
@@ -129,6 +137,7 @@ mod tests {
             "Run `apt-mark hold foo` first.",
             "Enter your passphrase when asked.",
             "Then execute VACUUM FULL on the table.",
+            "The command: the line you typed.",
         ] {
             assert!(
                 prose_commands(prose).is_empty(),

@@ -320,7 +320,21 @@ pub fn without_cut_sentence(answer: String, bound: usize, report: &mut Report) -
         why: why.to_string(),
     });
     let kept: Vec<&str> = sentences.iter().map(String::as_str).collect();
-    join_sentences(&kept)
+    without_dangling_marker(&join_sentences(&kept)).to_string()
+}
+
+/// `text` without a list item's number left at its end when the item itself was cut
+/// ("… 2. Boot from a rescue medium. 3."): a number that introduces nothing.
+fn without_dangling_marker(text: &str) -> &str {
+    static MARKER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?:^|[.!?:)\]\x60])\s+\d{1,2}[.)]\s*$").expect("a valid pattern")
+    });
+    match MARKER.find(text) {
+        // Keep the punctuation that ended the item before it.
+        Some(m) => text[..m.start() + text[m.start()..].find(char::is_whitespace).unwrap_or(0)]
+            .trim_end(),
+        None => text,
+    }
 }
 
 /// Whether a sentence (or a code block with its introduction) leaves a code block, code
@@ -620,6 +634,10 @@ mod tests {
             without_cut_sentence(intro.to_string(), 300, &mut report),
             "Run `sudo vigr` for `/etc/group`."
         );
+        // The cut item of a numbered list leaves no number behind.
+        let steps = pad("1. Boot from a rescue medium. 2. Mount the root partition read-wr", 120);
+        let kept = without_cut_sentence(steps, 120, &mut report);
+        assert!(kept.ends_with("1. Boot from a rescue medium."), "{kept:?}");
         // Closed early on a copied double quote: a code span left open, at any length.
         let early = "Run `sudo vigr` for `/etc/group`. Or add users at login by adding `";
         assert_eq!(
