@@ -1,12 +1,13 @@
 //! Commands a model writes in prose, outside backticks: "Run apt hold <package>." The
 //! patterns of `checks::specific_tokens` find code spans and the invocations of a few
 //! well-known tools; a command of any other tool is found by what hands it to the person
-//! ("run", "type", "execute", "enter", "the following command:") and by a word that only
-//! code has (a flag, a `<placeholder>`, a name or value with `_ - . / = :`), since prose
-//! follows such verbs too ("run tests before you push"). Such a command is supported when
-//! the text read shows its tool with the same next word: written together, or on one line
-//! (a table row, an option's entry), so that a paraphrase of a real invocation passes
-//! and a real tool given a subcommand it does not have ("apt hold") does not.
+//! ("run", "type", "execute", "enter", "the following command:", "for example:") and by
+//! a word that only code has (a flag, a `<placeholder>`, a name or value with
+//! `_ - . / = :`), since prose follows such verbs too ("run tests before you push"). Such
+//! a command is supported when the text read shows its tool with the same next word
+//! (written together, or on one line: a table row, an option's entry) and its later
+//! code-like words on that line, so that a paraphrase of a real invocation passes and a
+//! real tool given a subcommand it does not have ("apt hold") does not.
 
 use regex::Regex;
 
@@ -34,7 +35,7 @@ pub fn prose_commands(answer: &str) -> Vec<String> {
     static RUN: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
     let run = RUN.get_or_init(|| {
         Regex::new(
-            r"(?i)\b(?:run|type|execute|enter|commands?:)[ \t]+([a-z][^\s`]*(?:[ \t]+[^\s`]+){1,8})",
+            r"(?i)\b(?:run|type|execute|enter|commands?:|example:)[ \t]+([a-z][^\s`]*(?:[ \t]+[^\s`]+){1,8})",
         )
             .expect("static regex")
     });
@@ -91,14 +92,23 @@ fn is_code_like(w: &str) -> bool {
 }
 
 /// Whether the text read (`hay_lines`: its lines, whitespace-normalised, lowercase)
-/// shows `command`'s tool with its next word: together, or as words of one line.
+/// shows `command`'s tool with its next word (together, or as words of one line), on a
+/// line that also holds each of its later code-like words but placeholders: a line put
+/// together from two ("ErrorDocument 500 /errors/not_found.html" from a passage's
+/// `ErrorDocument 500 …` and `ErrorDocument 404 /errors/not_found.html`) is not found.
 pub fn command_found(command: &str, hay_lines: &[String]) -> bool {
     let words: Vec<&str> = command.split(' ').collect();
     let (tool, next) = (words[0], words[1]);
     let together = format!("{tool} {next}");
-    hay_lines
+    let later: Vec<&str> = words[2..]
         .iter()
-        .any(|line| line.contains(&together) || (contains_word(line, tool) && line.contains(next)))
+        .copied()
+        .filter(|w| is_code_like(w) && !w.starts_with('<'))
+        .collect();
+    hay_lines.iter().any(|line| {
+        (line.contains(&together) || (contains_word(line, tool) && line.contains(next)))
+            && later.iter().all(|w| line.contains(w))
+    })
 }
 
 #[cfg(test)]
@@ -159,5 +169,17 @@ mod tests {
         // A paraphrase of a real invocation: the tool and its next word on one line.
         assert!(command_found("reindexdb concurrently", &read));
         assert!(!command_found("reindexdb everything", &read));
+        // Each later code-like word on the tool's line (Apache's custom error pages).
+        let read = lines(
+            "ErrorDocument 500 http://error.example.com/server_error.html\n\
+             ErrorDocument 404 /errors/not_found.html",
+        );
+        let said = prose_commands("For example: ErrorDocument 500 /errors/not_found.html");
+        assert_eq!(said, ["errordocument 500 /errors/not_found.html"]);
+        assert!(!command_found(&said[0], &read));
+        assert!(command_found(
+            "errordocument 404 /errors/not_found.html",
+            &read
+        ));
     }
 }

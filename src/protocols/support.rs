@@ -331,8 +331,9 @@ fn without_dangling_marker(text: &str) -> &str {
     });
     match MARKER.find(text) {
         // Keep the punctuation that ended the item before it.
-        Some(m) => text[..m.start() + text[m.start()..].find(char::is_whitespace).unwrap_or(0)]
-            .trim_end(),
+        Some(m) => {
+            text[..m.start() + text[m.start()..].find(char::is_whitespace).unwrap_or(0)].trim_end()
+        }
         None => text,
     }
 }
@@ -635,7 +636,10 @@ mod tests {
             "Run `sudo vigr` for `/etc/group`."
         );
         // The cut item of a numbered list leaves no number behind.
-        let steps = pad("1. Boot from a rescue medium. 2. Mount the root partition read-wr", 120);
+        let steps = pad(
+            "1. Boot from a rescue medium. 2. Mount the root partition read-wr",
+            120,
+        );
         let kept = without_cut_sentence(steps, 120, &mut report);
         assert!(kept.ends_with("1. Boot from a rescue medium."), "{kept:?}");
         // Closed early on a copied double quote: a code span left open, at any length.

@@ -82,8 +82,11 @@ impl MarkdownWriter {
         if std::mem::take(&mut self.definition_pending) {
             self.line_break();
             let b = self.buf();
-            // Only after a term: a definition with nothing before it is plain text.
-            if !b.trim().is_empty() {
+            // Only after a term: a definition with nothing before it is plain text. A
+            // term that ends in ':' ("Description:", Apache's rewrite guides) already
+            // introduces it; marked again it reads "Description: : You want…".
+            let term = b.trim_end();
+            if !term.is_empty() && !term.ends_with(':') {
                 b.push_str(": ");
             }
         }

@@ -705,5 +705,14 @@ mod tests {
             "n",
         );
         assert_eq!(d.sections[0].text, "outer\ninner\n: Its definition.");
+        // A term ending in ':' introduces its definition already.
+        let d = parse(
+            "<dl><dt>Description:</dt><dd><p>You want all requests on HTTPS.</p></dd></dl>",
+            "n",
+        );
+        assert_eq!(
+            d.sections[0].text,
+            "Description:\nYou want all requests on HTTPS."
+        );
     }
 }
