@@ -75,6 +75,21 @@ pub fn prose_commands(answer: &str) -> Vec<String> {
     out
 }
 
+/// A file to read that a verb of running hands over as though it were a program: "Run
+/// `/var/lib/dpkg/info/package_name.list` to see the files" (a list dpkg keeps), "Run
+/// ch03.en.html § 3.4" (a page of the manual). Every word of such a sentence can be in
+/// the passages, as the file's name is. A Markdown link's target is not handed over.
+pub fn file_run_as_command(sentence: &str) -> Option<String> {
+    static RUN_FILE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let run_file = RUN_FILE.get_or_init(|| {
+        Regex::new(
+            r"(?i)\b(?:run|execute)[ \t]+`?([^\s`\[\]()]+\.(?:html?|md|txt|list|conf|cfg|log|pdf|json|ya?ml|toml|csv|ini))(?:[`\s.,;:)]|$)",
+        )
+        .expect("static regex")
+    });
+    run_file.captures(sentence).map(|c| c[1].to_string())
+}
+
 /// A word that can be part of an invocation: a flag, a placeholder, or a lowercase name
 /// or value; a stopword ("to", "with", "and") is where the prose resumes.
 fn is_command_word(w: &str) -> bool {
@@ -154,6 +169,27 @@ mod tests {
                 "{prose}: {:?}",
                 prose_commands(prose)
             );
+        }
+    }
+
+    #[test]
+    fn a_file_to_read_handed_over_to_run_is_found() {
+        assert_eq!(
+            file_run_as_command("Run `/var/lib/dpkg/info/package_name.list` to see them."),
+            Some("/var/lib/dpkg/info/package_name.list".to_string())
+        );
+        assert_eq!(
+            file_run_as_command("Run ch03.en.html § 3.4 and read on."),
+            Some("ch03.en.html".to_string())
+        );
+        for fine in [
+            "Run `setup.sh` first.",
+            "Run `git log` and keep notes.txt open.",
+            "Run the checks in ci.yml.",
+            "Edit `/etc/apt/sources.list` and run `apt update`.",
+            "Without having to run [EXPLAIN](sql-explain.html) by hand.",
+        ] {
+            assert_eq!(file_run_as_command(fine), None, "{fine}");
         }
     }
 

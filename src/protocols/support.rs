@@ -384,6 +384,11 @@ pub fn stems_of(text: &str) -> HashSet<String> {
 
 /// Why `sentence` is not supported by the read text, or None when it is.
 fn unsupported(sentence: &str, read: &ReadText) -> Option<String> {
+    if let Some(file) = super::prose_commands::file_run_as_command(sentence) {
+        return Some(format!(
+            "it hands over {file}, a file to read, as a command to run"
+        ));
+    }
     let mut missing = invented_tokens(sentence, read.text);
     missing.extend(read.foreign_script_words(sentence));
     for ratio in ratios(sentence) {
