@@ -25,8 +25,10 @@ use super::grounded::{extractive_answer, join_sentences};
 use super::Report;
 use crate::kb::parse::excerpt;
 
+mod cut;
 mod joined;
 mod read_text;
+pub use cut::without_cut_sentence;
 use joined::joins_passages;
 use read_text::ReadText;
 
@@ -291,83 +293,6 @@ pub fn answer_sentences(answer: &str) -> Vec<String> {
     out.extend(block);
     out.retain(|s| !s.trim().is_empty());
     out
-}
-
-/// `answer` without an unfinished last sentence, which the support check would keep (its
-/// words are all in the passage). The schema's bound (`bound` characters) ends the string
-/// wherever it falls ("… enclosed in a brace pair (e.g."), and the model closes it early
-/// when it copies a passage's double quote ("… by adding `"). A last sentence that leaves
-/// a code span, bracket, bold or code block open, or ends in ':', is left out whatever
-/// the length; one without closing punctuation only in an answer that reached the bound.
-/// What is left out is listed in `report.removed`.
-pub fn without_cut_sentence(answer: String, bound: usize, report: &mut Report) -> String {
-    // Within two characters: the answer was trimmed of the whitespace it was cut after.
-    let at_bound = answer.chars().count() + 2 >= bound;
-    let mut sentences = answer_sentences(&answer);
-    let why = match sentences.last() {
-        Some(last) if left_open(last) => {
-            "it stops inside a code span, bracket or block, or introduces nothing"
-        }
-        Some(last) if at_bound && unpunctuated(last) => "the answer's length bound cut it off",
-        _ => return answer,
-    };
-    let sentence = sentences.pop().expect("a last sentence");
-    report.notes.push(format!(
-        "unfinished last sentence {sentence:?} left out: {why}"
-    ));
-    report.removed.push(Removed {
-        sentence,
-        why: why.to_string(),
-    });
-    let kept: Vec<&str> = sentences.iter().map(String::as_str).collect();
-    without_dangling_marker(&join_sentences(&kept)).to_string()
-}
-
-/// `text` without a list item's number left at its end when the item itself was cut
-/// ("… 2. Boot from a rescue medium. 3."): a number that introduces nothing.
-fn without_dangling_marker(text: &str) -> &str {
-    static MARKER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(?:^|[.!?:)\]\x60])\s+\d{1,2}[.)]\s*$").expect("a valid pattern")
-    });
-    match MARKER.find(text) {
-        // Keep the punctuation that ended the item before it.
-        Some(m) => {
-            text[..m.start() + text[m.start()..].find(char::is_whitespace).unwrap_or(0)].trim_end()
-        }
-        None => text,
-    }
-}
-
-/// Whether a sentence (or a code block with its introduction) leaves a code block, code
-/// span, bracket or bold open, or introduces what does not follow.
-fn left_open(sentence: &str) -> bool {
-    let fences = sentence
-        .lines()
-        .filter(|l| crate::kb::parse::fence_of(l).is_some())
-        .count();
-    if fences > 0 {
-        return fences % 2 == 1;
-    }
-    let count = |c: char| sentence.chars().filter(|&x| x == c).count();
-    // A last sentence ending in ':' introduces what never came ("Here is how you can do
-    // it for each of your examples:").
-    sentence.trim_end().ends_with(':')
-        || count('`') % 2 == 1
-        || count('(') > count(')')
-        || count('[') > count(']')
-        || sentence.matches("**").count() % 2 == 1
-}
-
-/// Whether a prose sentence ends without closing punctuation, or on "e.g." / "i.e.".
-fn unpunctuated(sentence: &str) -> bool {
-    if sentence.contains("```") {
-        return false;
-    }
-    let end = sentence
-        .trim_end()
-        .trim_end_matches(['"', '\'', '”', '’', ')', ']', '*', '_', '`']);
-    let lower = end.to_lowercase();
-    !end.ends_with(['.', '!', '?']) || lower.ends_with("e.g.") || lower.ends_with("i.e.")
 }
 
 /// The stems of a text's content words; a hyphenated word also stands for its parts
