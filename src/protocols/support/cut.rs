@@ -37,14 +37,12 @@ pub fn without_cut_sentence(answer: String, bound: usize, report: &mut Report) -
 /// `text` without a list item's number left at its end when the item itself was cut
 /// ("… 2. Boot from a rescue medium. 3."): a number that introduces nothing.
 fn without_dangling_marker(text: &str) -> &str {
+    // The group starts after the punctuation that ended the item before it, which stays.
     static MARKER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(?:^|[.!?:)\]\x60])\s+\d{1,2}[.)]\s*$").expect("a valid pattern")
+        regex::Regex::new(r"(?:^|[.!?:)\]\x60])(\s+\d{1,2}[.)]\s*)$").expect("a valid pattern")
     });
-    match MARKER.find(text) {
-        // Keep the punctuation that ended the item before it.
-        Some(m) => {
-            text[..m.start() + text[m.start()..].find(char::is_whitespace).unwrap_or(0)].trim_end()
-        }
+    match MARKER.captures(text).and_then(|c| c.get(1)) {
+        Some(marker) => &text[..marker.start()],
         None => text,
     }
 }
