@@ -27,6 +27,7 @@ use crate::kb::parse::excerpt;
 
 mod cut;
 mod joined;
+mod links;
 mod read_text;
 pub use cut::without_cut_sentence;
 use joined::joins_passages;
@@ -167,6 +168,13 @@ pub fn hold_to_read(
     closest: impl FnOnce() -> String,
     report: &mut Report,
 ) -> (String, bool) {
+    let (answer, foreign) = links::without_foreign_targets(&answer, read);
+    if !foreign.is_empty() {
+        report.notes.push(format!(
+            "link targets not in the passages read, unlinked: {}",
+            foreign.join(", ")
+        ));
+    }
     let checked = check_answer_for(&answer, read, question);
     for r in &checked.removed {
         report.notes.push(format!(
@@ -380,27 +388,56 @@ fn unsupported(sentence: &str, read: &ReadText) -> Option<String> {
     }
 }
 
+/// Words that open a condition: a negation inside one asserts nothing negative of the
+/// main clause.
+const CONDITIONS: [&str; 4] = ["if ", "unless ", "when ", "whether "];
+
 /// Whether a sentence's main clause is negated: a negating word, or a verb with "n't",
 /// outside a leading condition ("If this option is not given, …" asserts nothing
-/// negative).
+/// negative) and outside a trailing one ("… is only omitted on the last line if the file
+/// doesn't end in a newline").
 pub fn negated(sentence: &str) -> bool {
-    let lower = sentence.trim_start().to_lowercase();
-    let main = match ["if ", "unless ", "when ", "whether "]
-        .iter()
-        .find(|c| lower.starts_with(*c))
-    {
+    let lower = prose_of(sentence).trim_start().to_lowercase();
+    let main = match CONDITIONS.iter().find(|c| lower.starts_with(*c)) {
         Some(_) => lower.split_once(',').map(|(_, rest)| rest).unwrap_or(""),
         None => &lower,
     };
+    let main = CONDITIONS
+        .iter()
+        .filter_map(|c| main.find(&format!(" {c}")))
+        .min()
+        .map_or(main, |at| &main[..at]);
     negation_in(main)
+}
+
+/// A sentence without its code: a code block's lines and code spans are not prose, and
+/// their words ("py3-none-any.whl", `--no-edit`) negate nothing.
+fn prose_of(sentence: &str) -> String {
+    let mut prose = String::new();
+    let mut in_block = false;
+    for line in sentence.lines() {
+        if crate::kb::parse::fence_of(line).is_some() {
+            in_block = !in_block;
+            continue;
+        }
+        if !in_block {
+            prose.push_str(line);
+            prose.push('\n');
+        }
+    }
+    prose.split('`').step_by(2).collect::<Vec<_>>().join(" ")
 }
 
 fn negation_in(clause: &str) -> bool {
     const NEGATIONS: &[&str] = &[
         "not", "no", "never", "cannot", "neither", "nor", "none", "nothing", "nobody", "nowhere",
     ];
+    // A hyphenated token is a flag or a name ("--no-dual-color", "py3-none-any.whl"),
+    // whether or not it was written as code.
     clause
-        .split(|c: char| !c.is_alphanumeric() && c != '\'' && c != '’')
+        .split_whitespace()
+        .filter(|token| !token.contains('-'))
+        .flat_map(|token| token.split(|c: char| !c.is_alphanumeric() && c != '\'' && c != '’'))
         .map(|w| w.to_lowercase().replace('’', "'"))
         .any(|w| NEGATIONS.contains(&w.as_str()) || w.ends_with("n't"))
 }
@@ -544,6 +581,7 @@ mod tests {
             "The folded commit will be attributed to the **<",
             "Use the following:\n```\n[gitcvs]\n   authdb = /etc/cvsserver/passwd",
             "Set it to",
+            "Here is how to loop over them in order:```\nfor key in sorted(d",
         ] {
             let answer = pad(cut, 120);
             let kept = without_cut_sentence(answer.clone(), 120, &mut report);
@@ -553,13 +591,14 @@ mod tests {
                 "{kept:?}"
             );
         }
-        assert_eq!(report.removed.len(), 5, "{:?}", report.removed);
+        // The inline fence's sentence goes with the code cut after it.
+        assert_eq!(report.removed.len(), 7, "{:?}", report.removed);
         // A finished last sentence at the bound, and an unfinished one below it, stay.
         let whole = pad("It needs a new login (or `exec newgrp`).", 120);
         assert_eq!(without_cut_sentence(whole.clone(), 120, &mut report), whole);
         let short = "Set it to".to_string();
         assert_eq!(without_cut_sentence(short.clone(), 120, &mut report), short);
-        assert_eq!(report.removed.len(), 5);
+        assert_eq!(report.removed.len(), 7);
         let intro = "Run `sudo vigr` for `/etc/group`. Here is how you can do it:";
         assert_eq!(
             without_cut_sentence(intro.to_string(), 300, &mut report),
@@ -626,6 +665,18 @@ mod tests {
         ));
         assert!(negated(
             "If you need accuracy, such as for billing, it is not a good choice."
+        ));
+        assert!(!negated(
+            "The newline is only omitted on the last line if the file doesn't end in one."
+        ));
+        assert!(negated("It cannot be set unless AllowOverride permits it."));
+        // Code negates nothing.
+        assert!(!negated(
+            "Give the version after `==`:\n```\n$ pip install requests-2.6.0-py3-none-any.whl\n```"
+        ));
+        assert!(!negated("Run `git commit --no-edit` to keep the message."));
+        assert!(!negated(
+            "Yes: set --no-dual-color to color all lines by the outer diff."
         ));
         assert_eq!(stem("revisions"), "revis");
         assert_eq!(stem("changed"), stem("changing"));

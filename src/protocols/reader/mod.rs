@@ -35,7 +35,7 @@ use super::Report;
 use crate::llm::Llm;
 
 mod passages;
-use passages::{fallback_sentences, quote_what_the_answer_names, quoted_context};
+use passages::{fallback_sentences, heading_asking, quote_what_the_answer_names, quoted_context};
 pub use passages::{listing, passages};
 
 /// Retrieved chunks shown to the model, best first (`evidence::PASSAGES`).
@@ -195,6 +195,20 @@ pub fn read(
         Some("partly") => Verdict::Partly,
         _ => Verdict::DoesNotAnswer,
     };
+    let asking_heading = (said != Verdict::Answers)
+        .then(|| heading_asking(ev, &quoted))
+        .flatten()
+        .map(|h| ev.hits[h].section.clone());
+    let said = match &asking_heading {
+        Some(heading) => {
+            report.notes.push(format!(
+                "reader said {said:?}, but its quoted section \"{heading}\" asks the question \
+                 itself: taken as answering it"
+            ));
+            Verdict::Answers
+        }
+        None => said,
+    };
     let model_answer = v["answer"].as_str().unwrap_or_default().trim().to_string();
     let model_answer = support::without_cut_sentence(model_answer, MAX_ANSWER_CHARS, report);
     let model_answer = verdict_once(model_answer);
@@ -226,6 +240,9 @@ pub fn read(
     // on git-doc's tuning half (same readings, two quotes): keyword share 0.42 with the
     // extractive sentences first, 0.49 alternating; cited file 0.84 either way, 0.82 with
     // the quoted passages' sentences only.
+    if let Some(heading) = asking_heading {
+        report.decision += &format!("; the quoted section \"{heading}\" asks the question");
+    }
     let mut cited = quoted.clone();
     // A retrieved sentence the answer repeats word for word is cited where it was found
     // (an option shared by two manual pages is often quoted from the other one).

@@ -2,11 +2,14 @@
 //! text each one shows, and the quoted passages an answer's specific tokens are checked
 //! against.
 
+use std::collections::HashSet;
+
 use super::{PASSAGES, PASSAGE_CHARS};
 use crate::protocols::checks::invented_tokens;
-use crate::protocols::evidence::Evidence;
+use crate::protocols::evidence::{content_words, Evidence, Sentence};
 use crate::protocols::followup;
 use crate::protocols::grounded::join_sentences;
+use crate::protocols::support;
 use crate::protocols::Report;
 
 /// The passages offered: the first retrieved chunks in the hybrid ranking (indices into
@@ -91,10 +94,18 @@ fn passage_text(ev: &Evidence, hit: usize) -> String {
 /// can I mark a shell script as executable?", quoting git-sh-setup's NAME line, was
 /// answered with nothing but the supporting quotes.
 pub(super) fn fallback_sentences(ev: &Evidence, quoted: &[usize], n: usize) -> String {
-    let of_quoted: Vec<&str> = ev
+    // A quoted section whose heading asks the question answers it before its neighbours
+    // ("How do I convert a string to a number?" before "… a number to a string?", whose
+    // sentences share every word).
+    let asking = heading_asking(ev, quoted);
+    let mut of_quoted: Vec<&Sentence> = ev
         .sentences
         .iter()
         .filter(|s| quoted.contains(&s.hit))
+        .collect();
+    of_quoted.sort_by_key(|s| Some(s.hit) != asking);
+    let of_quoted: Vec<&str> = of_quoted
+        .into_iter()
         .take(n)
         .map(|s| s.text.as_str())
         .collect();
@@ -168,6 +179,31 @@ pub(super) fn quoted_context(ev: &Evidence, quoted: &[usize]) -> String {
         context.push_str(&format!("{}\n{}\n", stem.replace('-', " "), h.text));
     }
     context
+}
+
+/// Content words a question needs for a heading that holds them all to be asking it.
+const MIN_ASKED_WORDS: usize = 2;
+
+/// The heading of a quoted passage's section that asks the question itself: it holds
+/// every content word of the question (by stem, general words aside), as a FAQ's entry
+/// does ("How do I make a Python script executable on Unix?" for "How do I make a script
+/// executable on Unix?"). The reader's "no" for such a passage is its near-chance
+/// verdict, not the text's (Python's FAQ); the support check still holds its sentences
+/// to the passages. None of the eval sets' tuning or report questions has one.
+pub(super) fn heading_asking(ev: &Evidence, quoted: &[usize]) -> Option<usize> {
+    let asked: HashSet<String> = content_words(followup::own_words(&ev.question))
+        .iter()
+        .filter(|w| !support::GENERAL.contains(&w.as_str()))
+        .map(|w| support::stem(w))
+        .collect();
+    if asked.len() < MIN_ASKED_WORDS {
+        return None;
+    }
+    quoted.iter().copied().find(|&h| {
+        ev.hits
+            .get(h)
+            .is_some_and(|hit| asked.is_subset(&support::stems_of(&hit.section)))
+    })
 }
 
 #[cfg(test)]
@@ -282,5 +318,35 @@ mod tests {
         assert!(text.chars().count() <= PASSAGE_CHARS, "{text}");
         assert!(text.contains(filler), "filled up to the limit: {text}");
         assert_eq!(passage_text(&ev, 1), "No sentence of this chunk was kept.");
+    }
+
+    #[test]
+    fn a_quoted_heading_that_asks_the_question_is_found() {
+        let mut faq = hit("Make the file's mode executable and start it with #!.");
+        faq.section = "How do I make a Python script executable on Unix?".into();
+        let mut ev = evidence(vec![hit("Python runs on Unix."), faq], Vec::new());
+        ev.question = "How do I make a script executable on Unix?".into();
+        assert_eq!(heading_asking(&ev, &[0, 1]), Some(1));
+        // Its sentences replace a refused answer before better-ranked neighbours'.
+        ev.sentences = vec![
+            Sentence {
+                text: "Python runs on most Unix variants.".into(),
+                hit: 0,
+                relevance: 0.9,
+            },
+            Sentence {
+                text: "Make the file's mode executable and start it with #!.".into(),
+                hit: 1,
+                relevance: 0.7,
+            },
+        ];
+        assert_eq!(
+            fallback_sentences(&ev, &[0, 1], 1),
+            "Make the file's mode executable and start it with #!."
+        );
+        // Only a quoted passage's heading counts, and it must hold every word asked.
+        assert_eq!(heading_asking(&ev, &[0]), None);
+        ev.question = "How do I make a script executable on Windows?".into();
+        assert_eq!(heading_asking(&ev, &[0, 1]), None);
     }
 }

@@ -30,6 +30,18 @@ pub fn without_cut_sentence(answer: String, bound: usize, report: &mut Report) -
         sentence,
         why: why.to_string(),
     });
+    // A code block opened inline ("… in sorted order:```") and cut inside leaves the
+    // sentence that opened it unfinished too.
+    while let Some(sentence) = sentences.pop_if(|s| left_open(s)) {
+        let why = "it opens what the sentence cut after it was to hold";
+        report
+            .notes
+            .push(format!("unfinished sentence {sentence:?} left out: {why}"));
+        report.removed.push(Removed {
+            sentence,
+            why: why.to_string(),
+        });
+    }
     let kept: Vec<&str> = sentences.iter().map(String::as_str).collect();
     without_dangling_marker(&join_sentences(&kept)).to_string()
 }
