@@ -184,12 +184,14 @@ pub(super) fn quoted_context(ev: &Evidence, quoted: &[usize]) -> String {
 /// Content words a question needs for a heading that holds them all to be asking it.
 const MIN_ASKED_WORDS: usize = 2;
 
-/// The heading of a quoted passage's section that asks the question itself: it holds
-/// every content word of the question (by stem, general words aside), as a FAQ's entry
-/// does ("How do I make a Python script executable on Unix?" for "How do I make a script
-/// executable on Unix?"). The reader's "no" for such a passage is its near-chance
-/// verdict, not the text's (Python's FAQ); the support check still holds its sentences
-/// to the passages. None of the eval sets' tuning or report questions has one.
+/// The quoted passage whose section's heading asks the question itself: a question (it
+/// ends in '?') holding every content word of the one asked (by stem, general words
+/// aside), as a FAQ's entry does ("How do I make a Python script executable on Unix?"
+/// for "How do I make a script executable on Unix?"). A heading that only names the
+/// topic ("The kernel message") says nothing of whether its text answers. The reader's
+/// "no" for such a passage is its near-chance verdict, not the text's (Python's FAQ); the
+/// support check still holds its sentences to the passages. None of the eval sets'
+/// tuning or report questions has one.
 pub(super) fn heading_asking(ev: &Evidence, quoted: &[usize]) -> Option<usize> {
     let asked: HashSet<String> = content_words(followup::own_words(&ev.question))
         .iter()
@@ -200,9 +202,10 @@ pub(super) fn heading_asking(ev: &Evidence, quoted: &[usize]) -> Option<usize> {
         return None;
     }
     quoted.iter().copied().find(|&h| {
-        ev.hits
-            .get(h)
-            .is_some_and(|hit| asked.is_subset(&support::stems_of(&hit.section)))
+        ev.hits.get(h).is_some_and(|hit| {
+            hit.section.trim_end().ends_with('?')
+                && asked.is_subset(&support::stems_of(&hit.section))
+        })
     })
 }
 
@@ -344,8 +347,11 @@ mod tests {
             fallback_sentences(&ev, &[0, 1], 1),
             "Make the file's mode executable and start it with #!."
         );
-        // Only a quoted passage's heading counts, and it must hold every word asked.
+        // Only a quoted passage's heading counts, it must hold every word asked, and ask.
         assert_eq!(heading_asking(&ev, &[0]), None);
+        ev.hits[1].section = "Making a Python script executable on Unix".into();
+        assert_eq!(heading_asking(&ev, &[0, 1]), None);
+        ev.hits[1].section = "How do I make a Python script executable on Unix?".into();
         ev.question = "How do I make a script executable on Windows?".into();
         assert_eq!(heading_asking(&ev, &[0, 1]), None);
     }
