@@ -166,7 +166,7 @@ impl Evidence {
 }
 
 /// The last sentence of a question that asks (ends with '?'), else its last sentence.
-pub(super) fn asking_sentence(question: &str) -> String {
+pub fn asking_sentence(question: &str) -> String {
     let mut sentences: Vec<&str> = Vec::new();
     let mut start = 0;
     for (i, c) in question.char_indices() {

@@ -341,6 +341,15 @@ pub fn apply_rules(
              quotes are the answer"
         ));
         fallback()
+    } else if verdict_for_an_open_question(&model_answer, question) {
+        report.notes.push(format!(
+            "reader's answer {model_answer:?} opens with a yes or a no, which answers no \
+             question asking how, what or which: sentences of its quotes are the answer"
+        ));
+        if verdict == Verdict::Answers {
+            verdict = Verdict::Partly;
+        }
+        fallback()
     } else if !replaced.is_empty() {
         report.notes.push(format!(
             "reader's answer named {} not in its quoted passages: sentences of the quotes are \
@@ -382,6 +391,46 @@ fn says_nothing(answer: &str, question: &str) -> bool {
         .collect();
     new.len() < MIN_NEW_WORDS
 }
+
+/// Words that open a question asking for a way, a thing, a place, a time or a reason.
+#[rustfmt::skip]
+const OPEN_QUESTION_WORDS: &[&str] = &[
+    "how", "what", "what's", "which", "where", "why", "when", "who", "whom", "whose",
+];
+
+/// Whether the answer opens with a verdict ("Yes: set rebase.autoSquash to true.") where
+/// the question asks how, what, which…: a yes or a no answers none of those, so the model
+/// answered a question shaped like its worked example ("Can I …?"), not the one asked.
+/// Seen on git-doc's report half at `high`: "how can I run the test suite automatically
+/// after every commit is replayed during a rebase" answered with autosquash.
+fn verdict_for_an_open_question(answer: &str, question: &str) -> bool {
+    let asking = super::evidence::coverage::asking_sentence(question);
+    let first = asking
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+        .to_lowercase();
+    let opens_with_verdict = ["Yes", "No"].iter().any(|v| {
+        answer
+            .strip_prefix(v)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', ',', '.', ';', '!']))
+    });
+    // "When searching the code base, can I see the whole function?" asks yes or no in
+    // its main clause.
+    let yes_no_clause = asking.split(", ").skip(1).any(|clause| {
+        let word = clause.split_whitespace().next().unwrap_or_default();
+        YES_NO_OPENINGS.contains(&word.to_lowercase().as_str())
+    });
+    opens_with_verdict && OPEN_QUESTION_WORDS.contains(&first.as_str()) && !yes_no_clause
+}
+
+/// Words that open a question asking yes or no.
+#[rustfmt::skip]
+const YES_NO_OPENINGS: &[&str] = &[
+    "can", "could", "does", "do", "did", "is", "are", "was", "were", "will", "would",
+    "should", "shall", "may", "might", "must", "has", "have", "had",
+];
 
 /// The documentation's own words after the answer, with their source: a sentence in
 /// quotes; a unit holding a code block as a Markdown block quote, so its fences stay on
@@ -469,6 +518,36 @@ fn without_header_rows(answer: String, read: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_verdict_answers_no_open_question() {
+        let how = "how can I run the test suite automatically after every commit is replayed";
+        assert!(verdict_for_an_open_question(
+            "Yes: set rebase.autoSquash to true.",
+            how
+        ));
+        assert!(verdict_for_an_open_question(
+            "No, it cannot.",
+            "We rebase a lot. What runs the tests after each commit?"
+        ));
+        assert!(!verdict_for_an_open_question("Use --exec <cmd>.", how));
+        assert!(!verdict_for_an_open_question(
+            "Yes: pass --3way to git am.",
+            "Can git am fall back to a three-way merge?"
+        ));
+        // A clause before the question is not its opening.
+        assert!(!verdict_for_an_open_question(
+            "Yes: use --function-context.",
+            "When searching the code base, can I see the entire function around each match?"
+        ));
+        // A word that only starts with a verdict is none.
+        assert!(!verdict_for_an_open_question("Nothing is lost.", how));
+        // A statement asks nothing open.
+        assert!(!verdict_for_an_open_question(
+            "Yes: replace it with LH_DB_POOL_SIZE.",
+            "LH_DB_MAX_CONNS is deprecated"
+        ));
+    }
 
     #[test]
     fn a_copied_table_header_row_is_no_part_of_an_answer() {
