@@ -11,8 +11,8 @@
 //! short. Then the rules: nothing quoted means no answer; every path, command, flag, URL
 //! and number in the answer must occur in the quoted chunks, otherwise the answer is
 //! replaced by their best sentences (`Reading::replaced` says which tokens were missing)
-//! and a "yes" becomes "partly"; an answer that adds nothing to the question ("Yes") is
-//! replaced the same way; the documentation's sentences that best support the answer (the
+//! and a "yes" becomes "partly"; an answer that adds nothing to the question ("Yes"), or
+//! opens with a yes or a no to a how/what/which question, is replaced the same way; the documentation's sentences that best support the answer (the
 //! quoted passages' best, alternating with those the extractive mode would answer with)
 //! are quoted after it with their file and section, and cited. On git-doc's tuning half the 0.5B model's verdict
 //! did not separate answered from unanswered questions, so callers use it for confidence
