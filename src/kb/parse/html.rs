@@ -6,6 +6,7 @@ use ego_tree::NodeRef;
 use scraper::{ElementRef, Html, Node, Selector};
 
 mod furniture;
+mod manpage;
 
 use furniture::{is_furniture, is_menu};
 
@@ -150,6 +151,28 @@ impl Walk {
         }
     }
 
+    /// A terminal-formatted manual page's blocks: its headings start sections.
+    fn man_page(&mut self, blocks: Vec<manpage::ManBlock>) {
+        use manpage::ManBlock;
+        for block in blocks {
+            match block {
+                ManBlock::Heading(heading) => {
+                    self.close_section();
+                    let section = heading_section(&mut self.stack, &mut self.anchors, 2, heading);
+                    self.sections.push(section);
+                }
+                ManBlock::Paragraph(text) => self.body.text(&text),
+                ManBlock::Entry(term, description) => {
+                    self.body.text(&term);
+                    self.body.definition_start();
+                    self.body.text(&description);
+                }
+                ManBlock::Code(code) => self.body.code_block("", &code),
+            }
+            self.body.block_break();
+        }
+    }
+
     fn block_break(&mut self) {
         if self.in_dl > 0 {
             self.body.line_break();
@@ -250,6 +273,10 @@ impl Walk {
                 }
                 match name {
                     "pre" => {
+                        if let Some(blocks) = manpage::man_page(&text_of()) {
+                            self.man_page(blocks);
+                            return;
+                        }
                         // The language, as highlighters mark it: class="language-x" on
                         // <pre> or its <code>.
                         let lang = node
@@ -661,6 +688,30 @@ mod tests {
     }
 
     /// Sphinx writes an API entry's module and name as two code spans side by side.
+    #[test]
+    fn a_manual_page_in_one_pre_reads_as_sections() {
+        let page = "<html><head><title>Postfix manual - postsuper(1)</title></head><body><pre>
+POSTSUPER(1)                                                      POSTSUPER(1)
+
+<b>NAME</b>
+       postsuper - Postfix superintendent
+
+<b>DESCRIPTION</b>
+       <b>-d</b> <i>queue</i><b>_</b><i>id</i>
+              Delete one message with the named queue ID.
+
+              Specify \"-d ALL\" to remove all messages.
+</pre></body></html>";
+        let doc = parse(page, "postsuper.1");
+        let headings: Vec<&str> = doc.sections.iter().map(|s| s.heading.as_str()).collect();
+        assert_eq!(headings, ["NAME", "DESCRIPTION"]);
+        assert_eq!(
+            doc.sections[1].text,
+            "-d queue_id\n: Delete one message with the named queue ID.\n\nSpecify \"-d ALL\" \
+             to remove all messages."
+        );
+    }
+
     #[test]
     fn adjacent_code_spans_read_as_one() {
         let html = r#"<html><body><h2>The per-view cache</h2><dl class="py function">

@@ -212,6 +212,7 @@ pub fn read(
     let model_answer = v["answer"].as_str().unwrap_or_default().trim().to_string();
     let model_answer = support::without_cut_sentence(model_answer, MAX_ANSWER_CHARS, report);
     let model_answer = verdict_once(model_answer);
+    let model_answer = without_repeated_sentences(model_answer, report);
     let copied = model_answer.clone();
     let model_answer = without_header_rows(model_answer, &report.shown_to_model);
     if model_answer != copied {
@@ -389,7 +390,21 @@ fn says_nothing(answer: &str, question: &str) -> bool {
         .into_iter()
         .filter(|w| !asked.contains(w) && w != "yes")
         .collect();
-    new.len() < MIN_NEW_WORDS
+    // A one-letter flag is no content word, but it is what the answer says ("To delete
+    // all messages in the queue, use the -d ALL option.").
+    let flags: HashSet<&str> = answer
+        .split(|c: char| c.is_whitespace() || "`\"'(),;:".contains(c))
+        .map(|t| t.trim_end_matches('.'))
+        .filter(|t| {
+            t.starts_with('-')
+                && t.trim_start_matches('-')
+                    .chars()
+                    .next()
+                    .is_some_and(char::is_alphanumeric)
+                && !question.contains(*t)
+        })
+        .collect();
+    new.len() + flags.len() < MIN_NEW_WORDS
 }
 
 /// Words that open a question asking for a way, a thing, a place, a time or a reason.
@@ -474,6 +489,44 @@ fn verdict_once(answer: String) -> String {
     answer
 }
 
+/// The model's answer without a sentence whose words an earlier one already says
+/// ("This feature is available in Postfix 2.7 and later. This feature is available in
+/// Postfix 2.7."): the 0.5B model repeats itself to fill its answer, and a repeat adds
+/// nothing but the look of a longer answer.
+fn without_repeated_sentences(answer: String, report: &mut Report) -> String {
+    let words = |s: &str| -> HashSet<String> {
+        s.split_whitespace()
+            .map(|w| {
+                w.trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_lowercase()
+            })
+            .filter(|w| !w.is_empty())
+            .collect()
+    };
+    let sentences = super::evidence::split_sentences(&answer);
+    if sentences.len() < 2 || answer.contains("```") {
+        return answer;
+    }
+    let mut kept: Vec<&str> = Vec::new();
+    let mut repeated = false;
+    for s in &sentences {
+        let w = words(s);
+        if !w.is_empty() && kept.iter().any(|k| w.is_subset(&words(k))) {
+            report
+                .notes
+                .push(format!("reader repeated itself: {s:?} left out"));
+            repeated = true;
+        } else {
+            kept.push(s);
+        }
+    }
+    if repeated {
+        kept.join(" ")
+    } else {
+        answer
+    }
+}
+
 /// The answer without table header rows copied from a passage ("| Role | Allowed Access
 /// |"): a passage shows a table's rows as its sentences, and the model copies a header
 /// row as its answer or after it, though a header names columns and answers nothing. A
@@ -518,6 +571,25 @@ fn without_header_rows(answer: String, read: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sentence_the_answer_already_said_is_left_out() {
+        let mut report = Report::default();
+        assert_eq!(
+            without_repeated_sentences(
+                "This feature is available in Postfix 2.7 and later. This feature is \
+                 available in Postfix 2.7."
+                    .into(),
+                &mut report
+            ),
+            "This feature is available in Postfix 2.7 and later."
+        );
+        let distinct = "Set GIT_NOTES_REWRITE_REF. Set GIT_NOTES_REWRITE_MODE.";
+        assert_eq!(
+            without_repeated_sentences(distinct.into(), &mut report),
+            distinct
+        );
+    }
 
     #[test]
     fn a_verdict_answers_no_open_question() {
@@ -656,6 +728,10 @@ mod tests {
             q
         ));
         assert!(!says_nothing("Yes: pass --3way to git am.", q));
+        assert!(!says_nothing(
+            "To delete all messages in the queue, use the -d ALL option.",
+            "How do I delete all messages in the queue?"
+        ));
         let mut report = Report::default();
         let r = apply_rules(
             Verdict::Answers,

@@ -120,7 +120,30 @@ pub(super) fn fallback_sentences(ev: &Evidence, quoted: &[usize], n: usize) -> S
         .take(n)
         .map(|s| s.text.as_str())
         .collect();
-    join_sentences(&best)
+    if !best.is_empty() {
+        return join_sentences(&best);
+    }
+    // No retrieved text splits into sentences (preformatted text, code): the quoted
+    // passage's first lines, so that the answer is never empty.
+    let hit = quoted.first().copied().unwrap_or(0);
+    ev.hits
+        .get(hit)
+        .map(|h| first_lines(&h.text, PASSAGE_CHARS))
+        .unwrap_or_default()
+}
+
+/// `text`'s first non-blank lines, trimmed, up to `max` characters (at least one line).
+fn first_lines(text: &str, max: usize) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let mut used = 0;
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        used += line.chars().count() + 1;
+        if used > max && !out.is_empty() {
+            break;
+        }
+        out.push(line);
+    }
+    out.join("\n")
 }
 
 /// When the model says its passages answer (the caller checks): the passages it read but
@@ -298,6 +321,21 @@ mod tests {
         assert_eq!(
             fallback_sentences(&ev, &[1], 2),
             "Use git add --chmod=+x to mark it executable. Another sentence of the second chunk."
+        );
+    }
+
+    #[test]
+    fn a_fallback_without_sentences_is_the_quoted_passages_first_lines() {
+        let ev = evidence(
+            vec![
+                hit("ignored"),
+                hit("  Specify \"-d ALL\" to remove all messages;\n\n  for example, \"-d ALL deferred\"."),
+            ],
+            Vec::new(),
+        );
+        assert_eq!(
+            fallback_sentences(&ev, &[1], 2),
+            "Specify \"-d ALL\" to remove all messages;\nfor example, \"-d ALL deferred\"."
         );
     }
 
