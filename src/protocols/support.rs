@@ -260,13 +260,16 @@ const REFERRING_OPENERS: &[&str] = &[
 
 /// Whether a sentence opens by pointing at the sentence before it.
 fn refers_back(sentence: &str) -> bool {
-    let first = sentence
-        .split_whitespace()
+    REFERRING_OPENERS.contains(&first_word(sentence).as_str())
+}
+
+/// A text's first word, lowercased, without the punctuation around it.
+pub fn first_word(text: &str) -> String {
+    text.split_whitespace()
         .next()
         .unwrap_or_default()
         .trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
-        .to_lowercase();
-    REFERRING_OPENERS.contains(&first.as_str())
+        .to_lowercase()
 }
 
 /// An answer's sentences, nothing dropped (`split_sentences` drops fragments too short

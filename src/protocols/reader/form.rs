@@ -50,12 +50,7 @@ const OPEN_QUESTION_WORDS: &[&str] = &[
 /// after every commit is replayed during a rebase" answered with autosquash.
 pub(super) fn verdict_for_an_open_question(answer: &str, question: &str) -> bool {
     let asking = crate::protocols::evidence::coverage::asking_sentence(question);
-    let first = asking
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
-        .to_lowercase();
+    let first = crate::protocols::support::first_word(&asking);
     let opens_with_verdict = ["Yes", "No"].iter().any(|v| {
         answer
             .strip_prefix(v)
@@ -117,21 +112,21 @@ pub(super) fn without_repeated_sentences(answer: String, report: &mut Report) ->
     if sentences.len() < 2 || answer.contains("```") {
         return answer;
     }
-    let mut kept: Vec<&str> = Vec::new();
+    let mut kept: Vec<(&str, HashSet<String>)> = Vec::new();
     let mut repeated = false;
     for s in &sentences {
         let w = words(s);
-        if !w.is_empty() && kept.iter().any(|k| w.is_subset(&words(k))) {
+        if !w.is_empty() && kept.iter().any(|k| w.is_subset(&k.1)) {
             report
                 .notes
                 .push(format!("reader repeated itself: {s:?} left out"));
             repeated = true;
         } else {
-            kept.push(s);
+            kept.push((s, w));
         }
     }
     if repeated {
-        kept.join(" ")
+        kept.iter().map(|k| k.0).collect::<Vec<_>>().join(" ")
     } else {
         answer
     }
