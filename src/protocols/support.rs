@@ -614,6 +614,14 @@ mod tests {
         );
         let kept = without_cut_sentence(steps, 120, &mut report);
         assert!(kept.ends_with("1. Boot from a rescue medium."), "{kept:?}");
+        // A template's fragment that trails off, at any length; an ellipsis in code stays.
+        let fragment = "Run `sudo vigr` for `/etc/group`. $access_map_reject_code optional text...";
+        assert_eq!(
+            without_cut_sentence(fragment.to_string(), 300, &mut report),
+            "Run `sudo vigr` for `/etc/group`."
+        );
+        let code = "Run `postmulti -i postfix-out -e init ...`.".to_string();
+        assert_eq!(without_cut_sentence(code.clone(), 300, &mut report), code);
         // Closed early on a copied double quote: a code span left open, at any length.
         let early = "Run `sudo vigr` for `/etc/group`. Or add users at login by adding `";
         assert_eq!(

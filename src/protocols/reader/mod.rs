@@ -338,6 +338,11 @@ pub fn apply_rules(
         report
             .notes
             .push("reader wrote no answer text: sentences of its quotes are the answer".into());
+        // Its "yes" was said of text the form rules left out (a template's fragment that
+        // trails off): the quotes' sentences answer it only in part.
+        if verdict == Verdict::Answers && !report.removed.is_empty() {
+            verdict = Verdict::Partly;
+        }
         fallback()
     } else if says_nothing(&model_answer, question) {
         report.notes.push(format!(
@@ -609,6 +614,37 @@ mod tests {
         );
         assert!(r.1.starts_with(support::CLOSEST_INTRO), "{}", r.1);
         assert!(r.3);
+        assert_eq!(r.0, Verdict::Partly);
+    }
+
+    #[test]
+    fn a_yes_to_text_the_form_rules_left_out_is_a_partly() {
+        // Nothing to begin with: the verdict stands on the quotes.
+        let mut report = Report::default();
+        let r = apply_rules(
+            Verdict::Answers,
+            1,
+            String::new(),
+            ("q", QUOTED, QUOTED),
+            || "the quoted sentence".to_string(),
+            &mut report,
+        );
+        assert_eq!(r.0, Verdict::Answers);
+        // Its only sentence trailed off and was left out.
+        let answer = support::without_cut_sentence(
+            "$access_map_reject_code optional text...".into(),
+            MAX_ANSWER_CHARS,
+            &mut report,
+        );
+        let r = apply_rules(
+            Verdict::Answers,
+            1,
+            answer,
+            ("How do I reject a subject?", QUOTED, QUOTED),
+            || "the quoted sentence".to_string(),
+            &mut report,
+        );
+        assert_eq!(r.1, "the quoted sentence");
         assert_eq!(r.0, Verdict::Partly);
     }
 

@@ -8,8 +8,9 @@ use crate::protocols::Report;
 /// words are all in the passage). The schema's bound (`bound` characters) ends the string
 /// wherever it falls ("… enclosed in a brace pair (e.g."), and the model closes it early
 /// when it copies a passage's double quote ("… by adding `"). A last sentence that leaves
-/// a code span, bracket, bold or code block open, or ends in ':', is left out whatever
-/// the length; one without closing punctuation only in an answer that reached the bound.
+/// a code span, bracket, bold or code block open, ends in ':' or trails off in an
+/// ellipsis, is left out whatever the length; one without closing punctuation only in an
+/// answer that reached the bound.
 /// What is left out is listed in `report.removed`.
 pub fn without_cut_sentence(answer: String, bound: usize, report: &mut Report) -> String {
     // Within two characters: the answer was trimmed of the whitespace it was cut after.
@@ -17,7 +18,7 @@ pub fn without_cut_sentence(answer: String, bound: usize, report: &mut Report) -
     let mut sentences = answer_sentences(&answer);
     let why = match sentences.last() {
         Some(last) if left_open(last) => {
-            "it stops inside a code span, bracket or block, or introduces nothing"
+            "it stops inside a code span, bracket or block, introduces nothing or trails off"
         }
         Some(last) if at_bound && unpunctuated(last) => "the answer's length bound cut it off",
         _ => return answer,
@@ -60,7 +61,7 @@ fn without_dangling_marker(text: &str) -> &str {
 }
 
 /// Whether a sentence (or a code block with its introduction) leaves a code block, code
-/// span, bracket or bold open, or introduces what does not follow.
+/// span, bracket or bold open, introduces what does not follow, or trails off.
 fn left_open(sentence: &str) -> bool {
     let fences = sentence
         .lines()
@@ -72,7 +73,12 @@ fn left_open(sentence: &str) -> bool {
     let count = |c: char| sentence.chars().filter(|&x| x == c).count();
     // A last sentence ending in ':' introduces what never came ("Here is how you can do
     // it for each of your examples:").
-    sentence.trim_end().ends_with(':')
+    // One ending in an ellipsis outside code trails off: the model copied a template's
+    // fragment ("$access_map_reject_code optional text..." for rejecting a subject).
+    let end = sentence.trim_end();
+    end.ends_with(':')
+        || end.ends_with("...")
+        || end.ends_with('…')
         || count('`') % 2 == 1
         || count('(') > count(')')
         || count('[') > count(']')
