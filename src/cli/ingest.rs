@@ -97,6 +97,12 @@ pub fn run_ingest(
                 report.repeated_blocks
             );
         }
+        if let Some(first) = report.page_sources.first() {
+            println!(
+                "  left out {} text sources of pages the folder also holds as HTML (such as {first}); the HTML pages are read",
+                report.page_sources.len()
+            );
+        }
         for (file, why) in &report.skipped {
             println!("  skipped {file}: {why}");
         }

@@ -1,6 +1,7 @@
 //! The files of an ingest: what is under a folder, the root each is recorded under, and
 //! whether each is new or changed (by content hash).
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -19,10 +20,21 @@ pub struct Candidate {
     pub bytes: u64,
 }
 
-/// The documents under `root`, and the entries with a document's name that are not
-/// regular files (links are not followed: they could lead out of the folder or in a
-/// circle; a FIFO or device would block the read), each with why it is skipped.
-pub(super) fn candidates(root: &Path, images: bool) -> (Vec<Candidate>, Vec<(String, String)>) {
+/// What a folder holds for an ingest.
+pub(super) struct Found {
+    /// The documents to read, by relative path.
+    pub files: Vec<Candidate>,
+    /// Entries with a document's name that are not regular files (links are not
+    /// followed: they could lead out of the folder or in a circle; a FIFO or device would
+    /// block the read), each with why it is skipped.
+    pub not_files: Vec<(String, String)>,
+    /// Text sources of pages the folder also holds built (`source_of_built_page`), left
+    /// out so that each page is read once.
+    pub page_sources: Vec<String>,
+}
+
+/// The documents under `root`.
+pub(super) fn candidates(root: &Path, images: bool) -> Found {
     if root.is_file() {
         let rel = root
             .file_name()
@@ -33,7 +45,11 @@ pub(super) fn candidates(root: &Path, images: bool) -> (Vec<Candidate>, Vec<(Str
             rel,
             bytes: std::fs::metadata(root).map(|m| m.len()).unwrap_or(0),
         };
-        return (vec![file], Vec::new());
+        return Found {
+            files: vec![file],
+            not_files: Vec::new(),
+            page_sources: Vec::new(),
+        };
     }
     let mut out = Vec::new();
     let mut skipped = Vec::new();
@@ -76,7 +92,53 @@ pub(super) fn candidates(root: &Path, images: bool) -> (Vec<Candidate>, Vec<(Str
     }
     out.sort_by(|a, b| a.rel.cmp(&b.rel));
     skipped.sort();
-    (out, skipped)
+    let built: HashSet<String> = out
+        .iter()
+        .filter(|c| DocKind::from_path(Path::new(&c.rel)) == Some(DocKind::Html))
+        .map(|c| without_extension(&c.rel).to_string())
+        .collect();
+    let (page_sources, files): (Vec<_>, Vec<_>) = out.into_iter().partition(|c| {
+        source_of_built_page(&c.rel).is_some_and(|page| built.contains(page.as_str()))
+    });
+    Found {
+        files,
+        not_files: skipped,
+        page_sources: page_sources.into_iter().map(|c| c.rel).collect(),
+    }
+}
+
+/// `rel` without its last extension.
+fn without_extension(rel: &str) -> &str {
+    match rel.rfind('.') {
+        Some(dot) if !rel[dot..].contains('/') => &rel[..dot],
+        _ => rel,
+    }
+}
+
+/// The page a text file would be the source of, as a relative path without extension,
+/// if it is one by the way documentation generators lay their output: a Sphinx build
+/// keeps every page's reStructuredText or Markdown in `_sources/` (`_sources/a/b.rst.txt`
+/// for `a/b.html`), and Debian's git-doc, like many AsciiDoc builds, ships `git-add.txt`
+/// beside `git-add.html`. Read twice, a page splits its hits (and citations) between two
+/// copies, one of them in markup.
+fn source_of_built_page(rel: &str) -> Option<String> {
+    let kind = DocKind::from_path(Path::new(rel))?;
+    if !matches!(kind, DocKind::Text | DocKind::Markdown) {
+        return None;
+    }
+    let stem = without_extension(rel);
+    // Sphinx names a source `page.rst.txt` (`page.txt` before 1.5).
+    let stem = [".rst", ".md", ".txt", ".ipynb"]
+        .iter()
+        .find_map(|ext| stem.strip_suffix(ext))
+        .unwrap_or(stem);
+    let page = match stem.split_once("_sources/") {
+        Some((before, after)) if before.is_empty() || before.ends_with('/') => {
+            format!("{before}{after}")
+        }
+        _ => stem.to_string(),
+    };
+    Some(page)
 }
 
 /// The root a file is recorded under: the ingested folder (canonical), or for a single
@@ -156,6 +218,54 @@ pub fn content_hash(path: &str, bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pages_source_beside_its_built_page_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for rel in [
+            "index.html",
+            "_sources/index.rst.txt",
+            "config/filters.html",
+            "_sources/config/filters.rst.txt",
+            "_sources/config/gone.rst.txt",
+            "git-add.html",
+            "git-add.txt",
+            "guide.md",
+            "guide.html",
+            "notes.txt",
+            "old/page.txt",
+            "page.html",
+        ] {
+            let path = root.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "text").unwrap();
+        }
+        let found = candidates(root, false);
+        let files: Vec<&str> = found.files.iter().map(|c| c.rel.as_str()).collect();
+        assert_eq!(
+            files,
+            [
+                "_sources/config/gone.rst.txt",
+                "config/filters.html",
+                "git-add.html",
+                "guide.html",
+                "index.html",
+                "notes.txt",
+                "old/page.txt",
+                "page.html",
+            ]
+        );
+        assert_eq!(
+            found.page_sources,
+            [
+                "_sources/config/filters.rst.txt",
+                "_sources/index.rst.txt",
+                "git-add.txt",
+                "guide.md",
+            ]
+        );
+    }
 
     #[test]
     fn a_kinds_own_parser_version_changes_only_its_files_hashes() {

@@ -107,6 +107,9 @@ pub struct IngestReport {
     /// Blocks left out of the pages read because they repeat across their folder's pages
     /// (footers, copyright lines; `boilerplate`).
     pub repeated_blocks: usize,
+    /// Text sources left out because the folder holds their pages built
+    /// (`_sources/a.rst.txt` beside `a.html`): each page is read once.
+    pub page_sources: Vec<String>,
     pub seconds: f64,
 }
 
@@ -249,12 +252,14 @@ impl IngestRun {
         };
         for root in roots {
             let key = root_key(root)?;
-            let (files, not_files) = candidates(root, opts.images);
-            run.report.skipped.extend(not_files);
-            run.files.extend(files.into_iter().map(|candidate| RunFile {
-                root: key.clone(),
-                candidate,
-            }));
+            let found = candidates(root, opts.images);
+            run.report.skipped.extend(found.not_files);
+            run.report.page_sources.extend(found.page_sources);
+            run.files
+                .extend(found.files.into_iter().map(|candidate| RunFile {
+                    root: key.clone(),
+                    candidate,
+                }));
             run.roots.push((key, root.is_dir()));
         }
         Ok(run)
