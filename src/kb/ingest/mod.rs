@@ -46,8 +46,9 @@ pub fn kind_version(kind: DocKind) -> u32 {
         DocKind::Text => 1,
         // 1: permalinks ("¶") left out of headings and text. 2: admonitions laid out as
         // tables (AsciiDoc, DocBook with graphics) read as a title and paragraphs;
-        // adjacent code spans as one; Sphinx's "[source]" links left out.
-        DocKind::Html => 2,
+        // adjacent code spans as one; Sphinx's "[source]" links left out. 3: tables of
+        // contents left out.
+        DocKind::Html => 3,
         _ => 0,
     }
 }

@@ -204,10 +204,11 @@ fn unquote(line: &str) -> &str {
     rest
 }
 
-/// Whether `line` introduces the code block after it: it ends with ':' or stops
+/// Whether `line` introduces the code block after it: it ends with ':', stops
 /// mid-sentence, as manual pages introduce their examples ("If that version works
 /// correctly, type", "you might use"; then not a heading, list item, table row, option
-/// or definition).
+/// or definition), or its last sentence announces what follows ("The following command
+/// sends all syslog messages to a remote server via TCP port 10514.", "… as follows.").
 fn introduces_code(line: &str) -> bool {
     let l = line.trim();
     if l.contains("```") {
@@ -217,7 +218,22 @@ fn introduces_code(line: &str) -> bool {
         || (!is_list_item(l)
             && !l.starts_with(['|', ':', '#'])
             && !is_option_line(l)
-            && l.ends_with(|c: char| c == ',' || c.is_alphanumeric()))
+            && (l.ends_with(|c: char| c == ',' || c.is_alphanumeric()) || announces_next(l)))
+}
+
+/// Whether a finished line's last sentence points at what comes after it.
+fn announces_next(line: &str) -> bool {
+    if !line.ends_with('.') {
+        return false;
+    }
+    let last = line_sentences(line)
+        .pop()
+        .unwrap_or_default()
+        .to_lowercase();
+    last.contains("the following ")
+        || last.ends_with("as follows.")
+        || last.ends_with("like this.")
+        || last.ends_with("below.")
 }
 
 /// Keeps only the last sentence of the last line as the introduction of the code block
@@ -530,7 +546,8 @@ mod tests {
                 "```\nmake install DESTDIR=/tmp/x\n```"
             ]
         );
-        // A finished sentence does not introduce the block after it.
+        // A finished sentence does not introduce the block after it, unless it says it
+        // does.
         let s =
             split_sentences("That is all there is to say.\n\n```\nmake install DESTDIR=/x\n```");
         assert_eq!(
@@ -538,6 +555,17 @@ mod tests {
             vec![
                 "That is all there is to say.",
                 "```\nmake install DESTDIR=/x\n```"
+            ]
+        );
+        let s = split_sentences(
+            "The action has a legacy form and a newer one. The following command sends all messages via TCP.\n\n\
+             ```\naction(type=\"omfwd\" Protocol=\"tcp\")\n```",
+        );
+        assert_eq!(
+            s,
+            vec![
+                "The action has a legacy form and a newer one.",
+                "The following command sends all messages via TCP.\n```\naction(type=\"omfwd\" Protocol=\"tcp\")\n```",
             ]
         );
     }

@@ -14,7 +14,10 @@ const SKIP: &[&str] = &[
 /// Classes of page furniture whose text is never document text: DocBook's navigation
 /// header and footer (a page's own title, Prev / Up / Next), breadcrumbs, the permalink
 /// after a heading or a definition (Sphinx's `headerlink` "¶"), and Sphinx's links
-/// between an API entry and its source code ("[source]", "[docs]").
+/// between an API entry and its source code ("[source]", "[docs]"), and a page's table of
+/// contents (DocBook's and AsciiDoc's `toc`, Sphinx's `toctree-wrapper`): links to
+/// headings whose text is read where they stand, which as chunks of their own matched
+/// every question that named a chapter and were quoted as lists of links.
 const SKIP_CLASSES: &[&str] = &[
     "navheader",
     "navfooter",
@@ -25,6 +28,8 @@ const SKIP_CLASSES: &[&str] = &[
     "heading-anchor",
     "viewcode-link",
     "viewcode-back",
+    "toc",
+    "toctree-wrapper",
 ];
 
 /// What a permalink shows when it has no class to tell it by.
