@@ -613,13 +613,28 @@ mod tests {
             all.contains("REINDEX"),
             "links after the first heading stay: {all}"
         );
-        // A contents block whose heading is a link too is where the page starts.
-        let contents = r#"<html><body><div class="toc"><h2><a href="c.html">Contents</a></h2>
+        // A block of links whose heading is a link too is where the page starts.
+        let contents = r#"<html><body><div class="panel"><h2><a href="c.html">Contents</a></h2>
             <ul><li><a href="a.html">Alpha</a><li><a href="b.html">Beta</a><li><a href="g.html">Gamma</a>
             </ul></div></body></html>"#;
         let doc = parse(contents, "contents");
         let all: String = doc.sections.iter().map(|s| s.text.clone()).collect();
         assert!(all.contains("Beta"), "{all}");
+        // A table of contents by its class (DocBook's, Sphinx's) is furniture wherever it
+        // stands: its headings are read where they are.
+        let toc = r#"<html><body><h1>Backup and Restore</h1><p>There are three approaches.</p>
+            <div class="toc"><p>Table of Contents</p><dl class="toc"><dt><a href="d.html">SQL Dump</a></dt></dl></div>
+            <div class="toctree-wrapper compound"><ul><li><a href="f.html">File System Level Backup</a></li></ul></div>
+            </body></html>"#;
+        let doc = parse(toc, "backup");
+        let all: String = doc.sections.iter().map(|s| s.text.clone()).collect();
+        assert!(all.contains("three approaches"), "{all}");
+        assert!(
+            !all.contains("Table of Contents")
+                && !all.contains("SQL Dump")
+                && !all.contains("File System"),
+            "{all}"
+        );
         let index = r#"<html><body><ul><li><a href="a.html">Alpha</a>
             <li><a href="b.html">Beta</a><li><a href="c.html">Gamma</a></ul></body></html>"#;
         let doc = parse(index, "index");
