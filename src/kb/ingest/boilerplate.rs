@@ -144,20 +144,34 @@ impl Boilerplate {
         let mut left_out = 0;
         for section in &mut doc.sections {
             let units = units(&section.text);
-            let kept: Vec<&str> = units
+            let mut dropped: Vec<bool> = units
                 .iter()
-                .filter(|u| {
-                    let drop = u.fingerprint.is_some_and(|b| {
+                .map(|u| {
+                    u.fingerprint.is_some_and(|b| {
                         folders.iter().any(|&f| self.furniture.contains(&(f, b)))
                             && self
                                 .keepers
                                 .get(&(root_key, b))
                                 .is_some_and(|keeper| keeper != rel)
-                    });
-                    left_out += drop as usize;
-                    !drop
+                    })
                 })
-                .map(|u| &section.text[u.start..u.end])
+                .collect();
+            left_out += dropped.iter().filter(|&&d| d).count();
+            // A box's title whose text went as furniture ("Note" over every module page's
+            // "Parameter names are case-insensitive.") goes with it: left alone it became
+            // a chunk of one word, read as a passage.
+            for i in (0..units.len()).rev() {
+                let text = &section.text[units[i].start..units[i].end];
+                let emptied = dropped.get(i + 1).copied().unwrap_or(true);
+                if !dropped[i] && emptied && dropped.iter().any(|&d| d) && is_box_title(text) {
+                    dropped[i] = true;
+                }
+            }
+            let kept: Vec<&str> = units
+                .iter()
+                .zip(&dropped)
+                .filter(|(_, &d)| !d)
+                .map(|(u, _)| &section.text[u.start..u.end])
                 .collect();
             if kept.len() < units.len() {
                 section.text = kept.join("\n\n");
@@ -171,6 +185,13 @@ impl Boilerplate {
         }
         left_out
     }
+}
+
+/// Whether a block is only the title of an admonition box ("Note", "Warning:", "See
+/// also").
+fn is_box_title(block: &str) -> bool {
+    let title = block.trim().trim_end_matches(':').to_lowercase();
+    crate::kb::parse::is_admonition_title(&title) || title == "see also"
 }
 
 /// The folders a page is in, from its root down: "" (the root), "library", …
@@ -422,6 +443,36 @@ pub(super) mod tests {
         assert_eq!(bp.strip("/docs", "p4.html", &mut d), 1);
         assert_eq!(d.sections[0].text, "");
         assert_eq!(d.sections[1].text, "Section 4 body with its own words.");
+    }
+
+    #[test]
+    fn a_box_title_whose_text_went_as_furniture_goes_too() {
+        let body = |i: usize| {
+            format!(
+                "Note\n\nParameter names are case-insensitive.\n\nModule {i} reads the journal.\n\n\
+                 Note\n\nModule {i} needs version {i}.\n\nSee also\n\nHelp with configuring rsyslog: the mailing list."
+            )
+        };
+        let rels: Vec<String> = (0..10).map(|i| format!("p{i}.html")).collect();
+        let pages: Vec<Page<'_>> = rels
+            .iter()
+            .map(|rel| Page {
+                root: "/docs",
+                rel,
+                abs: Path::new(rel),
+            })
+            .collect();
+        let blocks = |p: &Page<'_>| {
+            let i: usize = p.rel[1..p.rel.len() - 5].parse().unwrap();
+            Some(fingerprints(&page(&body(i))))
+        };
+        let bp = Boilerplate::learn(&pages, &blocks, &|_, _| {});
+        let mut d = page(&body(4));
+        assert_eq!(bp.strip("/docs", "p4.html", &mut d), 2);
+        assert_eq!(
+            d.sections[0].text,
+            "Module 4 reads the journal.\n\nNote\n\nModule 4 needs version 4."
+        );
     }
 
     #[test]

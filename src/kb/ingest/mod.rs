@@ -47,7 +47,7 @@ pub fn kind_version(kind: DocKind) -> u32 {
         // 1: permalinks ("¶") left out of headings and text. 2: admonitions laid out as
         // tables (AsciiDoc, DocBook with graphics) read as a title and paragraphs;
         // adjacent code spans as one; Sphinx's "[source]" links left out. 3: tables of
-        // contents left out.
+        // contents left out, and a box's title whose text is furniture elsewhere.
         DocKind::Html => 3,
         _ => 0,
     }

@@ -97,6 +97,11 @@ const ADMONITION_TITLES: &[&str] = &[
     "hint",
 ];
 
+/// Whether `title` (lower case) is what an admonition box's title says.
+pub(crate) fn is_admonition_title(title: &str) -> bool {
+    ADMONITION_TITLES.contains(&title)
+}
+
 /// Whether `table`, inside an admonition, only lays it out: AsciiDoc's icon cell beside a
 /// content cell, DocBook's icon image with a "Warning" heading cell above the text. Its
 /// text is the admonition's title and paragraphs, not a data table: read as cells, a

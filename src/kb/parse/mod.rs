@@ -17,6 +17,7 @@ pub mod worker;
 
 pub(crate) use blocks::fence_of;
 pub use blocks::{code_fences, followable, visible_text};
+pub(crate) use html::is_admonition_title;
 
 use std::collections::HashMap;
 use std::path::Path;
