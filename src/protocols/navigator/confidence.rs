@@ -66,11 +66,15 @@ pub(super) fn score_confidence(scores: &[f64], files: usize, n_sources: usize) -
 /// `held` is the share of the question's weight the passages read hold and the words
 /// they lack (`Evidence::held_by_passages`): a verdict of one file's passages answering
 /// is `high` only when they hold `HIGH_MIN_HELD` of it.
+/// `instructs`: the question does not ask how to do something (`asks_how_to`), or the
+/// answer says what to do (`Reading::says_what_to_do`); a one-file answer that does not
+/// is `medium`.
 pub(super) fn reader_confidence(
     verdict: Verdict,
     sources: &[Source],
     files: usize,
     held: (f64, &[&str]),
+    instructs: bool,
 ) -> (Level, String) {
     let named = sources
         .iter()
@@ -93,6 +97,14 @@ pub(super) fn reader_confidence(
                     .join(", ")
             ),
         ),
+        Verdict::Answers if files <= 1 && !instructs => (
+            Level::Medium,
+            format!(
+                "the quoted passages of {named} state an answer, but to a question asking how it \
+                 gives no instruction and names no command, option or setting to use, so it \
+                 may describe rather than say what to do"
+            ),
+        ),
         Verdict::Answers if files <= 1 => (
             Level::High,
             format!("the quoted passages of {named} state the answer directly, one authoritative source"),
@@ -113,6 +125,31 @@ pub(super) fn reader_confidence(
             ),
         ),
     }
+}
+
+/// Words after "how" that ask for an amount or an explanation, not a way to do something.
+#[rustfmt::skip]
+const HOW_NOT_TO: &[&str] = &[
+    "many", "much", "long", "often", "old", "big", "large", "far", "fast", "soon", "does",
+    "is", "are", "was", "were",
+];
+
+/// Whether the question asks how to do something ("How do I forward logs over TCP?",
+/// "how can I …"), not how much, how long or how a thing works: an answer to it names
+/// what to use. Seen on rsyslog's manual at `high`: "How do I send messages to
+/// Elasticsearch?" answered "Defaults to sending them to a system index.", and "How can I
+/// log kernel messages?" with "Reads messages from the kernel log and submits them to the
+/// syslog engine.", neither naming the module.
+pub(super) fn asks_how_to(question: &str) -> bool {
+    let asking = crate::protocols::evidence::coverage::asking_sentence(question).to_lowercase();
+    let mut words = asking
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()));
+    let opens_with_how = words.next() == Some("how")
+        && words
+            .next()
+            .is_some_and(|second| !HOW_NOT_TO.contains(&second));
+    opens_with_how || asking.contains(" how do i ") || asking.contains(" how can i ")
 }
 
 /// The written confidence rules (module docs) over the cited sections' scores and the
@@ -143,19 +180,44 @@ mod tests {
 
     #[test]
     fn one_files_answer_is_high_only_when_its_passages_hold_the_questions_words() {
-        let (level, _) = reader_confidence(Verdict::Answers, &source(), 1, (0.8, &["canary"]));
+        let (level, _) =
+            reader_confidence(Verdict::Answers, &source(), 1, (0.8, &["canary"]), true);
         assert_eq!(level, Level::High);
         let (level, why) = reader_confidence(
             Verdict::Answers,
             &source(),
             1,
             (0.3, &["retention", "flag", "default", "days"]),
+            true,
         );
         assert_eq!(level, Level::Medium);
         assert!(why.contains("30 %"), "{why}");
         assert!(why.contains("“retention”, “flag”, “default”"), "{why}");
         assert!(!why.contains("days"), "{why}");
-        let (level, _) = reader_confidence(Verdict::Partly, &source(), 1, (0.9, &[]));
+        let (level, _) = reader_confidence(Verdict::Partly, &source(), 1, (0.9, &[]), true);
         assert_eq!(level, Level::Low);
+    }
+
+    #[test]
+    fn an_answer_to_how_that_names_nothing_to_use_is_not_high() {
+        let (level, why) = reader_confidence(Verdict::Answers, &source(), 1, (0.8, &[]), false);
+        assert_eq!(level, Level::Medium);
+        assert!(why.contains("no instruction"), "{why}");
+        for q in [
+            "How do I send messages to Elasticsearch?",
+            "how can I log kernel messages",
+            "Our disk is full. How should I rotate the logs?",
+            "I lost my work, how do I get it back?",
+        ] {
+            assert!(asks_how_to(q), "{q}");
+        }
+        for q in [
+            "How many connections can a role open?",
+            "How does autovacuum decide when to run?",
+            "What does the property replacer do?",
+            "Can I cap how many sessions a role may open?",
+        ] {
+            assert!(!asks_how_to(q), "{q}");
+        }
     }
 }

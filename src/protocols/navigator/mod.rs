@@ -49,10 +49,10 @@ use crate::schemas::{self, SchemaId};
 mod confidence;
 mod refusal;
 
+use confidence::{asks_how_to, reader_confidence, score_confidence};
 pub use confidence::{
     confidence_level, Level, CONFIRMING_MIN, HIGH_MIN, HIGH_MIN_HELD, MEDIUM_MIN,
 };
-use confidence::{reader_confidence, score_confidence};
 
 const MAX_SOURCES: usize = 3;
 pub(crate) const MAX_RELATED: usize = 5;
@@ -236,7 +236,7 @@ impl Pending for PendingNavigator {
                 return cite(
                     reading.answer,
                     cited,
-                    Basis::Reader(reading.verdict),
+                    Basis::Reader(reading.verdict, reading.says_what_to_do),
                     &ev,
                     &facts,
                     report,
@@ -297,8 +297,9 @@ impl Pending for PendingNavigator {
 enum Basis {
     /// The scores of the cited sections (the written rules of the module docs).
     Scores,
-    /// The reader's verdict on the passages it quoted.
-    Reader(Verdict),
+    /// The reader's verdict on the passages it quoted, and whether its answer says what
+    /// to do (`Reading::says_what_to_do`).
+    Reader(Verdict, bool),
 }
 
 /// The response around an answer and its cited sections: sources with relevance lines,
@@ -328,9 +329,11 @@ fn cite(
     let files: std::collections::BTreeSet<&str> = sources.iter().map(|s| s.file.as_str()).collect();
     let (level, why) = match basis {
         Basis::Scores => score_confidence(&scores, files.len(), sources.len()),
-        Basis::Reader(verdict) => {
+        Basis::Reader(verdict, says_what_to_do) => {
             let (share, lacking) = ev.held_by_passages();
-            reader_confidence(verdict, &sources, files.len(), (share, &lacking))
+            let own_words = crate::protocols::followup::own_words(&ev.question);
+            let instructs = says_what_to_do || !asks_how_to(own_words);
+            reader_confidence(verdict, &sources, files.len(), (share, &lacking), instructs)
         }
     };
     let mut related: Vec<String> = Vec::new();

@@ -172,3 +172,69 @@ pub(super) fn without_header_rows(answer: String, read: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+/// Whether an answer says what to do (`Reading::says_what_to_do`): it names something
+/// specific to use (`checks::specific_tokens`; a link's target names where to read more,
+/// not what to use, so it is left out first), or one of its sentences is an instruction.
+pub(super) fn says_what_to_do(answer: &str) -> bool {
+    static LINK_TARGET: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let target = LINK_TARGET
+        .get_or_init(|| regex::Regex::new(r"\]\([^)\s]*\)|https?://\S+").expect("static regex"));
+    let unlinked = target.replace_all(answer, "]");
+    !crate::protocols::checks::specific_tokens(&unlinked).is_empty()
+        || crate::protocols::support::answer_sentences(&unlinked)
+            .iter()
+            .any(|s| instructs(s))
+}
+
+/// Words a sentence opens with that are not a verb in its base form.
+#[rustfmt::skip]
+const NOT_BASE_VERBS: &[&str] = &[
+    "the", "a", "an", "this", "that", "these", "those", "it", "its", "they", "them", "there",
+    "here", "he", "she", "we", "i", "my", "our", "your", "their", "his", "her", "in", "on",
+    "at", "for", "from", "by", "with", "of", "into", "over", "under", "about", "as", "after",
+    "before", "since", "because", "although", "though", "if", "when", "while", "where",
+    "which", "who", "what", "how", "why", "whether", "and", "but", "or", "so", "yes", "no",
+    "not", "only", "also", "just", "each", "every", "all", "some", "any", "both", "either",
+    "neither", "one", "none", "most", "many", "much", "more", "less", "other", "such", "same",
+    "another", "then", "thus", "however", "instead", "otherwise", "be", "is", "are", "was",
+    "were", "been", "can", "could", "will", "would", "should", "may", "might", "must",
+    "shall", "has", "have", "had", "do", "does", "did", "default", "note",
+];
+
+/// Whether a sentence tells the reader what to do: after a purpose clause ("To swap a
+/// shift, …") it opens with a verb in its base form ("agree it with a colleague", "Run
+/// …") or with "you can / should / need to …". "Defaults to sending them to a system
+/// index." and "Reads messages from the kernel log …" describe instead.
+fn instructs(sentence: &str) -> bool {
+    let s = sentence.trim();
+    let s = match s.strip_prefix("To ") {
+        Some(rest) => rest.split_once(", ").map_or(s, |(_, after)| after),
+        None => s,
+    };
+    let words: Vec<String> = s
+        .split_whitespace()
+        .take(2)
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .collect();
+    let Some(first) = words.first() else {
+        return false;
+    };
+    if first == "you" {
+        return words.get(1).is_some_and(|w| {
+            [
+                "can", "should", "need", "must", "may", "have", "could", "will",
+            ]
+            .contains(&w.as_str())
+        });
+    }
+    // "Reads", "Defaults", "Added", "Using", "Usually" are not a base form; "Pass" is.
+    let inflected = ["ed", "ing", "ly"].iter().any(|end| first.ends_with(end))
+        || (first.ends_with('s') && !first.ends_with("ss"));
+    first.len() > 1
+        && first.chars().all(|c| c.is_ascii_alphabetic())
+        && !NOT_BASE_VERBS.contains(&first.as_str())
+        && !inflected
+}

@@ -35,7 +35,7 @@ use crate::llm::Llm;
 mod form;
 mod passages;
 use form::{
-    says_nothing, verdict_for_an_open_question, verdict_once, without_header_rows,
+    says_nothing, says_what_to_do, verdict_for_an_open_question, verdict_once, without_header_rows,
     without_repeated_sentences,
 };
 use passages::{fallback_sentences, heading_asking, quote_what_the_answer_names, quoted_context};
@@ -86,6 +86,10 @@ pub struct Reading {
     /// The model wrote an answer and the passages read support none of its sentences:
     /// the answer is the documentation's closest sentences (`support::CLOSEST_INTRO`).
     pub nothing_supported: bool,
+    /// The answer, before the documentation's quotes, says what to do: it names a
+    /// command, option, setting, path or value, or gives an instruction
+    /// (`form::says_what_to_do`).
+    pub says_what_to_do: bool,
 }
 
 impl Reading {
@@ -244,6 +248,7 @@ pub fn read(
     // on git-doc's tuning half (same readings, two quotes): keyword share 0.42 with the
     // extractive sentences first, 0.49 alternating; cited file 0.84 either way, 0.82 with
     // the quoted passages' sentences only.
+    let says_what_to_do = says_what_to_do(&answer);
     if let Some(heading) = asking_heading {
         report.decision += &format!("; the quoted section \"{heading}\" asks the question");
     }
@@ -285,6 +290,7 @@ pub fn read(
         answer,
         replaced,
         nothing_supported,
+        says_what_to_do,
     })
 }
 
@@ -408,6 +414,28 @@ fn supporting_quote(file: &str, section: &str, text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_says_what_to_do_when_it_names_a_thing_to_use_or_instructs() {
+        assert!(says_what_to_do("Load the `imklog` module."));
+        assert!(says_what_to_do("Set SysSock.RateLimit.Interval to 5."));
+        assert!(says_what_to_do(
+            "To swap an on-call shift with a colleague, agree it with a colleague and create a \
+             PagerDuty override for the exact hours."
+        ));
+        assert!(says_what_to_do(
+            "You can pull them with the kernel input module."
+        ));
+        assert!(!says_what_to_do(
+            "Defaults to sending them to a system index."
+        ));
+        assert!(!says_what_to_do(
+            "Reads messages from the kernel log and submits them to the syslog engine."
+        ));
+        assert!(!says_what_to_do(
+            "The module is described in [the problems](https://rainer.gerhards.net/2008/04/tcp-syslog.html)."
+        ));
+    }
 
     #[test]
     fn a_sentence_the_answer_already_said_is_left_out() {
