@@ -408,6 +408,25 @@ pub(super) mod tests {
         .is_empty());
     }
 
+    /// The repeated blocks of ten pages `p0.html` … `p9.html` under `/docs`, page i
+    /// parsed as `doc(i)`.
+    fn learned_from_ten_pages(doc: &(dyn Fn(usize) -> ParsedDoc + Sync)) -> Boilerplate {
+        let rels: Vec<String> = (0..10).map(|i| format!("p{i}.html")).collect();
+        let pages: Vec<Page<'_>> = rels
+            .iter()
+            .map(|rel| Page {
+                root: "/docs",
+                rel,
+                abs: Path::new(rel),
+            })
+            .collect();
+        let blocks = |p: &Page<'_>| {
+            let i: usize = p.rel[1..p.rel.len() - 5].parse().unwrap();
+            Some(fingerprints(&doc(i)))
+        };
+        Boilerplate::learn(&pages, &blocks, &|_, _| {})
+    }
+
     #[test]
     fn a_title_left_alone_by_the_furniture_goes_too() {
         let titled = |i: usize| {
@@ -425,20 +444,7 @@ pub(super) mod tests {
             );
             d
         };
-        let rels: Vec<String> = (0..10).map(|i| format!("p{i}.html")).collect();
-        let pages: Vec<Page<'_>> = rels
-            .iter()
-            .map(|rel| Page {
-                root: "/docs",
-                rel,
-                abs: Path::new(rel),
-            })
-            .collect();
-        let blocks = |p: &Page<'_>| {
-            let i: usize = p.rel[1..p.rel.len() - 5].parse().unwrap();
-            Some(fingerprints(&titled(i)))
-        };
-        let bp = Boilerplate::learn(&pages, &blocks, &|_, _| {});
+        let bp = learned_from_ten_pages(&titled);
         let mut d = titled(4);
         assert_eq!(bp.strip("/docs", "p4.html", &mut d), 1);
         assert_eq!(d.sections[0].text, "");
@@ -453,20 +459,7 @@ pub(super) mod tests {
                  Note\n\nModule {i} needs version {i}.\n\nSee also\n\nHelp with configuring rsyslog: the mailing list."
             )
         };
-        let rels: Vec<String> = (0..10).map(|i| format!("p{i}.html")).collect();
-        let pages: Vec<Page<'_>> = rels
-            .iter()
-            .map(|rel| Page {
-                root: "/docs",
-                rel,
-                abs: Path::new(rel),
-            })
-            .collect();
-        let blocks = |p: &Page<'_>| {
-            let i: usize = p.rel[1..p.rel.len() - 5].parse().unwrap();
-            Some(fingerprints(&page(&body(i))))
-        };
-        let bp = Boilerplate::learn(&pages, &blocks, &|_, _| {});
+        let bp = learned_from_ten_pages(&|i| page(&body(i)));
         let mut d = page(&body(4));
         assert_eq!(bp.strip("/docs", "p4.html", &mut d), 2);
         assert_eq!(
