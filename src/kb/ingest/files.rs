@@ -122,8 +122,9 @@ fn without_extension(rel: &str) -> &str {
 /// beside `git-add.html`. Read twice, a page splits its hits (and citations) between two
 /// copies, one of them in markup.
 fn source_of_built_page(rel: &str) -> Option<String> {
-    let kind = DocKind::from_path(Path::new(rel))?;
-    if !matches!(kind, DocKind::Text | DocKind::Markdown) {
+    // Markdown beside an HTML page of its name is left alone: either may be the one a
+    // person wrote (and the HTML may be unreadable).
+    if DocKind::from_path(Path::new(rel))? != DocKind::Text {
         return None;
     }
     let stem = without_extension(rel);
@@ -250,6 +251,7 @@ mod tests {
                 "config/filters.html",
                 "git-add.html",
                 "guide.html",
+                "guide.md",
                 "index.html",
                 "notes.txt",
                 "old/page.txt",
@@ -262,7 +264,6 @@ mod tests {
                 "_sources/config/filters.rst.txt",
                 "_sources/index.rst.txt",
                 "git-add.txt",
-                "guide.md",
             ]
         );
     }
