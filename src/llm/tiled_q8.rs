@@ -1,6 +1,7 @@
 //! Q8_0, Q5_0, Q4_1 and Q4_K weights in tiles of 16 rows, multiplied by activation rows
 //! with AVX-512 VNNI: one row at a time when decoding, four at a time for a prompt (each
-//! loaded weight group serves the four).
+//! loaded weight group serves the four). Without VNNI, a float matrix (the embedder's)
+//! can still be held as Q8_0 tiles of 16-bit words for AVX2 (`avx2.rs`).
 //!
 //! candle's matmul asks a block type for at most four rows at a time, so a Q5_0 or Q8_0
 //! weight costs about ten instructions per 32 multiply-adds a row (decode, `maddubs`,
@@ -30,12 +31,14 @@ use candle_core::{Device, Tensor};
 use half::f16;
 use rayon::prelude::*;
 
+mod avx2;
 mod blocks;
 mod kernel;
 use blocks::{
     byte_tiles, byte_weight, low_nibble, nibble_weight, q4_1_tiles, q4k_tiles, q5_0_tiles,
+    word_tiles, word_weight,
 };
-use blocks::{Mins, Tile4Block, Tile4hBlock, Tile5Block, TileBlock};
+use blocks::{Mins, Tile4Block, Tile4hBlock, Tile5Block, TileBlock, TileWordBlock};
 use kernel::{Bytes, Layout, Nibbles, Nibbles4, NibblesK};
 
 /// Rows per tile: one 512-bit register of 32-bit sums.
@@ -67,7 +70,13 @@ enum Weights {
     Q4K(Vec<Tile4Block>, Vec<Mins>),
     /// A matrix all of Q5_0.
     Q5_0(Vec<Tile5Block>),
+    /// Q8_0's integers as 16-bit words for the AVX2 kernel (`avx2.rs`): the embedder's
+    /// int8 products where VNNI is missing.
+    Words(Vec<TileWordBlock>),
 }
+
+/// A kernel over one or two tiles and one to four activation rows (`kernel::rows`).
+type RowsKernel<B, A> = unsafe fn(&[B], Option<&[Mins]>, usize, &[A], *mut f32, usize);
 
 /// True where the kernel can run: x86-64 with AVX-512 F/BW/VL and VNNI.
 pub fn available() -> bool {
@@ -82,6 +91,12 @@ pub fn available() -> bool {
     {
         false
     }
+}
+
+/// True where a float matrix's int8 product (`from_f32`, `add_product`: the embedder's)
+/// can run: with AVX-512 VNNI on byte tiles, or with AVX2 on word tiles.
+pub fn int8_products_available() -> bool {
+    available() || avx2::available()
 }
 
 /// Whether a weight of this type converts without loss (Q4_1 and Q4_K when the whole
@@ -158,13 +173,23 @@ impl TiledQ8 {
     }
 
     /// A float matrix of `n` rows by `k` columns (row-major), each row quantized to Q8_0
-    /// blocks as ggml quantizes a weight (the embedder's int8 path).
+    /// blocks as ggml quantizes a weight, as byte tiles where VNNI runs, else as word
+    /// tiles for AVX2 (the embedder's int8 path; `int8_products_available`).
     pub fn from_f32(w: &[f32], n: usize, k: usize) -> Result<TiledQ8> {
         if w.len() != n * k {
             bail!("{} values for a {n}×{k} matrix", w.len());
         }
+        if !int8_products_available() {
+            bail!("int8 products need AVX-512 VNNI or AVX2, which this CPU lacks");
+        }
         let t = Tensor::from_slice(w, (n, k), &Device::Cpu)?;
-        TiledQ8::from_parts(&[QTensor::quantize(&t, GgmlDType::Q8_0)?])
+        let mut tiled = TiledQ8::from_parts(&[QTensor::quantize(&t, GgmlDType::Q8_0)?])?;
+        if !available() {
+            if let Weights::Bytes(bytes) = &tiled.weights {
+                tiled.weights = Weights::Words(word_tiles(bytes));
+            }
+        }
+        Ok(tiled)
     }
 
     /// Output width (rows of the weight).
@@ -198,6 +223,10 @@ impl TiledQ8 {
                     let tb = &blocks[at];
                     out.extend((0..QK).map(|j| nibble_weight(tb, i, j) as f32 * tb.d[i]));
                 }
+                Weights::Words(blocks) => {
+                    let tb = &blocks[at];
+                    out.extend((0..QK).map(|j| word_weight(tb, i, j) as f32 * tb.d[i]));
+                }
             }
         }
     }
@@ -215,27 +244,43 @@ impl TiledQ8 {
     /// `x · Wᵀ` for `m` activation rows: each weight group loaded once serves four rows
     /// (a prompt's product, with no f32 copy of the weight).
     fn gemm(&self, xs: &[f32], m: usize, out: &mut [f32], pool: Pool) {
+        let (xs, k) = (&xs[..m * self.k], self.k);
         match &self.weights {
-            Weights::Bytes(b) => self.gemm_in::<Bytes>(b, None, xs, m, out, pool),
-            Weights::Q4_1(b) => self.gemm_in::<Nibbles4>(b, None, xs, m, out, pool),
-            Weights::Q4K(b, mins) => self.gemm_in::<NibblesK>(b, Some(mins), xs, m, out, pool),
-            Weights::Q5_0(b) => self.gemm_in::<Nibbles>(b, None, xs, m, out, pool),
+            Weights::Bytes(b) => {
+                let act = activation::<Bytes>(xs, m, k);
+                self.gemm_in(b, None, &act, m, out, pool, kernel::rows::<Bytes>)
+            }
+            Weights::Q4_1(b) => {
+                let act = activation::<Nibbles4>(xs, m, k);
+                self.gemm_in(b, None, &act, m, out, pool, kernel::rows::<Nibbles4>)
+            }
+            Weights::Q4K(b, mins) => {
+                let act = activation::<NibblesK>(xs, m, k);
+                self.gemm_in(b, Some(mins), &act, m, out, pool, kernel::rows::<NibblesK>)
+            }
+            Weights::Q5_0(b) => {
+                let act = activation::<Nibbles>(xs, m, k);
+                self.gemm_in(b, None, &act, m, out, pool, kernel::rows::<Nibbles>)
+            }
+            Weights::Words(b) => {
+                let act = avx2::activation(xs, m, k);
+                self.gemm_in(b, None, &act, m, out, pool, avx2::rows)
+            }
         }
     }
 
-    fn gemm_in<L: Layout>(
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_in<B: Sync, A: Sync>(
         &self,
-        blocks: &[L::Block],
+        blocks: &[B],
         mins: Option<&[Mins]>,
-        xs: &[f32],
+        act: &[A],
         m: usize,
         out: &mut [f32],
         pool: Pool,
-    ) where
-        L::Block: Sync,
-    {
+        kernel: RowsKernel<B, A>,
+    ) {
         let nb = self.k / QK;
-        let act = activation::<L>(&xs[..m * self.k], m, self.k);
         let tiles = blocks.len() / nb;
         let width = tiles * TILE;
         // The kernel adds its sums to the output; a width that is not whole tiles goes
@@ -260,9 +305,10 @@ impl TiledQ8 {
                 let rows = GEMM_ROWS.min(m - row);
                 // SAFETY: this task alone writes rows `row..row + rows`, columns of tiles
                 // `first..first + count` of `padded`, which outlives the pool's call; the
-                // kernel runs only where `available()` (`Linear::load` checks it).
+                // kernel runs only where its layout was built (`available()`, which
+                // `Linear::load` checks, or `avx2::available()` for word tiles).
                 unsafe {
-                    kernel::rows::<L>(
+                    kernel(
                         &blocks[first * nb..(first + count) * nb],
                         mins.map(|m| &m[first * nb..(first + count) * nb]),
                         nb,
@@ -290,6 +336,8 @@ impl TiledQ8 {
 
     fn gemv(&self, x: &[f32], out: &mut [f32]) {
         match &self.weights {
+            // The embedder's tiles: one row is a product of one row.
+            Weights::Words(_) => self.gemm(x, 1, out, Pool::Candle),
             Weights::Bytes(b) => self.gemv_in::<Bytes>(b, None, x, out),
             Weights::Q4_1(b) => self.gemv_in::<Nibbles4>(b, None, x, out),
             Weights::Q4K(b, mins) => self.gemv_in::<NibblesK>(b, Some(mins), x, out),
@@ -476,14 +524,14 @@ mod tests {
     use candle_core::quantized::QMatMul;
     use candle_core::Module;
 
-    fn matrix(n: usize, k: usize, seed: usize) -> Tensor {
+    pub(super) fn matrix(n: usize, k: usize, seed: usize) -> Tensor {
         let w: Vec<f32> = (0..n * k)
             .map(|i| (((i + seed) * 7919 % 1001) as f32 / 500.0 - 1.0) * (1 + i % 5) as f32)
             .collect();
         Tensor::from_vec(w, (n, k), &Device::Cpu).unwrap()
     }
 
-    fn max_gap(a: &Tensor, b: &Tensor) -> f32 {
+    pub(super) fn max_gap(a: &Tensor, b: &Tensor) -> f32 {
         let d = (a - b).unwrap().abs().unwrap().flatten_all().unwrap();
         d.max(0).unwrap().to_scalar::<f32>().unwrap()
     }
@@ -568,8 +616,9 @@ mod tests {
 
     #[test]
     fn a_float_matrix_as_tiles_adds_its_product_to_the_output() {
-        if !available() {
-            eprintln!("no AVX-512 VNNI here: the tile kernel is not exercised");
+        // Byte tiles where VNNI runs, word tiles on AVX2 alone.
+        if !int8_products_available() {
+            eprintln!("neither AVX-512 VNNI nor AVX2 here: no tile kernel is exercised");
             return;
         }
         let (n, k, m) = (48, 96, 5);
