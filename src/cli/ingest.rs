@@ -103,6 +103,12 @@ pub fn run_ingest(
                 report.page_sources.len()
             );
         }
+        if let Some(first) = report.generated_pages.first() {
+            println!(
+                "  left out {} pages the documentation generator builds from the others (such as {first}: an index of links, a search form)",
+                report.generated_pages.len()
+            );
+        }
         for (file, why) in &report.skipped {
             println!("  skipped {file}: {why}");
         }

@@ -70,7 +70,7 @@ pub struct Bert {
 }
 
 /// A dense layer's weights: f32 transposed to `in × out` so that `x · w` is row-major, or
-/// Q8_0 tiles multiplied with VNNI (`tiled_q8`).
+/// Q8_0 tiles multiplied with VNNI or AVX2 (`tiled_q8`).
 enum Weights {
     F32(Vec<f32>),
     Int8(TiledQ8),

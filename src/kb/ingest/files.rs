@@ -31,6 +31,8 @@ pub(super) struct Found {
     /// Text sources of pages the folder also holds built (`source_of_built_page`), left
     /// out so that each page is read once.
     pub page_sources: Vec<String>,
+    /// Pages a documentation generator builds from the others (`generated_page`).
+    pub generated_pages: Vec<String>,
 }
 
 /// The documents under `root`.
@@ -49,6 +51,7 @@ pub(super) fn candidates(root: &Path, images: bool) -> Found {
             files: vec![file],
             not_files: Vec::new(),
             page_sources: Vec::new(),
+            generated_pages: Vec::new(),
         };
     }
     let mut out = Vec::new();
@@ -100,11 +103,27 @@ pub(super) fn candidates(root: &Path, images: bool) -> Found {
     let (page_sources, files): (Vec<_>, Vec<_>) = out.into_iter().partition(|c| {
         source_of_built_page(&c.rel).is_some_and(|page| built.contains(page.as_str()))
     });
+    let (generated_pages, files): (Vec<_>, Vec<_>) =
+        files.into_iter().partition(|c| generated_page(&c.abs));
     Found {
         files,
         not_files: skipped,
         page_sources: page_sources.into_iter().map(|c| c.rel).collect(),
+        generated_pages: generated_pages.into_iter().map(|c| c.rel).collect(),
     }
+}
+
+/// Whether a page is one a Sphinx build generates from the others: its index of terms
+/// (`genindex.html`, each a list of links), its module index and its search page (a
+/// form that needs JavaScript), beside the build's `searchindex.js`. Read, the index
+/// matched every question that named a term and was quoted as a list of links.
+fn generated_page(abs: &Path) -> bool {
+    let Some(name) = abs.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    let generated = matches!(name, "genindex.html" | "search.html" | "py-modindex.html")
+        || (name.starts_with("genindex-") && name.ends_with(".html"));
+    generated && abs.with_file_name("searchindex.js").is_file()
 }
 
 /// `rel` without its last extension.
@@ -264,6 +283,40 @@ mod tests {
                 "_sources/config/filters.rst.txt",
                 "_sources/index.rst.txt",
                 "git-add.txt",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_sphinx_builds_index_and_search_pages_are_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for rel in [
+            "lua/index.html",
+            "lua/genindex.html",
+            "lua/genindex-A.html",
+            "lua/search.html",
+            "lua/searchindex.js",
+            // Without a Sphinx build beside them, pages of these names are read.
+            "other/genindex.html",
+            "other/search.html",
+        ] {
+            let path = root.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "text").unwrap();
+        }
+        let found = candidates(root, false);
+        let files: Vec<&str> = found.files.iter().map(|c| c.rel.as_str()).collect();
+        assert_eq!(
+            files,
+            ["lua/index.html", "other/genindex.html", "other/search.html"]
+        );
+        assert_eq!(
+            found.generated_pages,
+            [
+                "lua/genindex-A.html",
+                "lua/genindex.html",
+                "lua/search.html"
             ]
         );
     }

@@ -47,8 +47,10 @@ pub fn kind_version(kind: DocKind) -> u32 {
         // 1: permalinks ("¶") left out of headings and text. 2: admonitions laid out as
         // tables (AsciiDoc, DocBook with graphics) read as a title and paragraphs;
         // adjacent code spans as one; Sphinx's "[source]" links left out. 3: tables of
-        // contents left out, and a box's title whose text is furniture elsewhere.
-        DocKind::Html => 3,
+        // contents left out, and a box's title whose text is furniture elsewhere. 4: prose
+        // in `<pre>` read as paragraphs, a bold anchored name as a heading, dropdown menus
+        // left out.
+        DocKind::Html => 4,
         _ => 0,
     }
 }
@@ -111,6 +113,9 @@ pub struct IngestReport {
     /// Text sources left out because the folder holds their pages built
     /// (`_sources/a.rst.txt` beside `a.html`): each page is read once.
     pub page_sources: Vec<String>,
+    /// Pages a documentation generator builds from the others (Sphinx's `genindex.html`,
+    /// `search.html`), left out.
+    pub generated_pages: Vec<String>,
     pub seconds: f64,
 }
 
@@ -256,6 +261,7 @@ impl IngestRun {
             let found = candidates(root, opts.images);
             run.report.skipped.extend(found.not_files);
             run.report.page_sources.extend(found.page_sources);
+            run.report.generated_pages.extend(found.generated_pages);
             run.files
                 .extend(found.files.into_iter().map(|candidate| RunFile {
                     root: key.clone(),

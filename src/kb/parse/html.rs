@@ -6,6 +6,7 @@ use ego_tree::NodeRef;
 use scraper::{ElementRef, Html, Node, Selector};
 
 mod furniture;
+mod layout;
 mod manpage;
 
 use furniture::{is_furniture, is_menu};
@@ -53,6 +54,12 @@ fn has_heading(root: NodeRef<'_, Node>) -> bool {
 
 /// A heading's text without its permalink ("Why are default values shared?¶").
 fn heading_text(node: NodeRef<'_, Node>) -> String {
+    collapse_ws(&text_without_furniture(node))
+}
+
+/// An element's text as it stands (line breaks kept), without the furniture inside it:
+/// a heading's permalink, a dropdown menu inside preformatted text.
+fn text_without_furniture(node: NodeRef<'_, Node>) -> String {
     let mut out = String::new();
     let mut stack = vec![node];
     while let Some(n) = stack.pop() {
@@ -66,7 +73,7 @@ fn heading_text(node: NodeRef<'_, Node>) -> String {
         let children: Vec<_> = n.children().collect();
         stack.extend(children.into_iter().rev());
     }
-    collapse_ws(&out)
+    out
 }
 
 /// Classes of admonition boxes (DocBook's `note`, `tip`, …; Sphinx's `admonition`). Their
@@ -145,6 +152,9 @@ struct Walk {
     in_layout_table: usize,
     /// Whether the page has a heading: only then is a menu before it navigation.
     headed: bool,
+    /// The level of a reference entry's name set in bold (`layout::term_heading`): one
+    /// below the last heading.
+    term_level: u8,
 }
 
 impl Walk {
@@ -248,8 +258,23 @@ impl Walk {
                         let section =
                             heading_section(&mut self.stack, &mut self.anchors, level, heading);
                         self.sections.push(section);
+                        self.term_level = (level + 1).min(6);
                     }
                     return;
+                }
+                if self.in_admonition == 0 && self.in_dl == 0 && self.in_layout_table == 0 {
+                    if let Some(term) = layout::term_heading(node) {
+                        self.close_section();
+                        let level = self.term_level;
+                        let section =
+                            heading_section(&mut self.stack, &mut self.anchors, level, term.name);
+                        self.sections.push(section);
+                        if let Some(signature) = term.signature {
+                            self.body.inline_code(&signature);
+                            self.block_break();
+                        }
+                        return;
+                    }
                 }
                 if self.in_admonition > 0 && name == "table" && is_layout_table(node) {
                     self.block_break();
@@ -292,7 +317,19 @@ impl Walk {
                             .find_map(|c| c.strip_prefix("language-").or(c.strip_prefix("lang-")))
                             .unwrap_or_default()
                             .to_string();
-                        self.body.code_block(&lang, &text_of());
+                        let text = text_without_furniture(node);
+                        if let Some(paragraphs) = (lang.is_empty() && layout::plain_pre(node))
+                            .then(|| layout::prose_paragraphs(&text))
+                            .flatten()
+                        {
+                            for paragraph in paragraphs {
+                                self.block_break();
+                                self.body.text(&paragraph);
+                            }
+                            self.block_break();
+                            return;
+                        }
+                        self.body.code_block(&lang, &text);
                         return;
                     }
                     n if INLINE_CODE.contains(&n) => {
@@ -430,6 +467,7 @@ pub fn parse(source: &str, stem: &str) -> ParsedDoc {
         in_admonition: 0,
         in_layout_table: 0,
         headed: has_heading(doc.tree.root()),
+        term_level: 2,
     };
     walk.visit(doc.tree.root(), 0);
     walk.close_section();

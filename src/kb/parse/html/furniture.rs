@@ -17,8 +17,11 @@ const SKIP: &[&str] = &[
 /// between an API entry and its source code ("[source]", "[docs]"), and a page's table of
 /// contents (DocBook's and AsciiDoc's `toc`, Sphinx's `toctree-wrapper`): links to
 /// headings whose text is read where they stand, which as chunks of their own matched
-/// every question that named a chapter and were quoted as lists of links.
+/// every question that named a chapter and were quoted as lists of links; and Bootstrap's
+/// hidden dropdown menus (HAProxy's manual has one after each keyword it mentions, "This
+/// keyword is available in sections : …", glued into the sentence).
 const SKIP_CLASSES: &[&str] = &[
+    "dropdown-menu",
     "navheader",
     "navfooter",
     "breadcrumb",
