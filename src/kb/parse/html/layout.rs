@@ -33,9 +33,9 @@ pub(super) fn plain_pre(node: NodeRef<'_, Node>) -> bool {
 
 /// The paragraphs of a plain `<pre>` block (`plain_pre`) that is prose, or None where it
 /// is code or output.
-/// Prose: lines of words (five or more a line on average, letters nearly all of what is
-/// not space), at least one finished sentence, and no line a comment, prompt or
-/// statement end. A paragraph's wrapped lines are joined; a line that starts a list item
+/// Prose: lines of words (five or more a line on average, or one finished sentence of
+/// three; letters nearly all of what is not space), at least one finished sentence, and
+/// no line a comment, prompt or statement end. A paragraph's wrapped lines are joined; a line that starts a list item
 /// ("- …", "* …") starts a paragraph of its own.
 pub(super) fn prose_paragraphs(text: &str) -> Option<Vec<String>> {
     let lines: Vec<&str> = text
@@ -47,7 +47,12 @@ pub(super) fn prose_paragraphs(text: &str) -> Option<Vec<String>> {
         return None;
     }
     let words: usize = lines.iter().map(|l| l.split_whitespace().count()).sum();
-    if words < 5 * lines.len() {
+    // One short finished sentence is prose too ("Enable HTTP compression.").
+    let one_sentence = lines.len() == 1
+        && words >= 3
+        && lines[0].ends_with('.')
+        && lines[0].starts_with(char::is_uppercase);
+    if words < 5 * lines.len() && !one_sentence {
         return None;
     }
     let code_line = |l: &&str| {
@@ -105,8 +110,8 @@ pub(super) struct TermHeading {
 /// The name of a reference entry set as a bold line with its own anchor, to be read as a
 /// heading: a `<div>` or `<p>` that opens with one `<b>`/`<strong>` of at most 8 words,
 /// holding an element other pages link to (`name` or `id`), followed by nothing or by a
-/// line of arguments (the whole at most 300 characters), not ending as a sentence
-/// or a label does. DocBook's bold titles of tables and examples carry their anchor on
+/// line of arguments (the whole at most 300 characters), not ending as a sentence or a
+/// label does (an ellipsis of more arguments aside). DocBook's bold titles of tables and examples carry their anchor on
 /// the enclosing element and stay text.
 pub(super) fn term_heading(node: NodeRef<'_, Node>) -> Option<TermHeading> {
     let el = ElementRef::wrap(node)?;
@@ -138,7 +143,11 @@ pub(super) fn term_heading(node: NodeRef<'_, Node>) -> Option<TermHeading> {
     let line = collapse_ws(&el.text().collect::<String>());
     let words = name.split_whitespace().count();
     let fits = (1..=8).contains(&words) && line.chars().count() <= 300;
-    if !anchored || !fits || line.ends_with(['.', ':', '!', '?']) {
+    // "compression algo <algorithm> ..." continues with more arguments; it ends no
+    // sentence.
+    let ends_sentence =
+        line.ends_with(['.', ':', '!', '?']) && !line.ends_with("...") && !line.ends_with('…');
+    if !anchored || !fits || ends_sentence {
         return None;
     }
     Some(TermHeading {
@@ -168,6 +177,11 @@ mod tests {
             prose_paragraphs("Enable statistics reporting with default settings").unwrap(),
             ["Enable statistics reporting with default settings"]
         );
+        assert_eq!(
+            prose_paragraphs("Enable HTTP compression.\n").unwrap(),
+            ["Enable HTTP compression."]
+        );
+        assert_eq!(prose_paragraphs("make install\n"), None);
         for code in [
             "backend public_www\n    server srv1 192.168.0.1:80\n    stats enable\n",
             "SELECT city, temp_lo FROM weather WHERE city = 'San Francisco' AND prcp > 0.0;\n",
@@ -203,6 +217,14 @@ mod tests {
         // DocBook: the anchor is on the enclosing element.
         let docbook = r#"<div class="table" id="T1"><p class="title"><strong>Table 9.1. Comparison Operators</strong></p></div>"#;
         assert_eq!(first(docbook, "p"), None);
+        let more = r##"<div class="keyword"><b><a class="anchor" name="compression algo"></a><a href="#c">compression algo</a></b> <span>&lt;algorithm&gt;</span> ...</div>"##;
+        assert_eq!(
+            first(more, "div"),
+            Some((
+                "compression algo".into(),
+                Some("compression algo <algorithm> ...".into())
+            ))
+        );
         // A label, and bold inside a sentence.
         assert_eq!(first(r##"<p><b><a name="n">Note:</a></b></p>"##, "p"), None);
         assert_eq!(
