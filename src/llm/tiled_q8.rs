@@ -567,20 +567,26 @@ mod tests {
         assert!(max_gap(&tiled.dequantize().unwrap(), &want) <= 1e-6);
     }
 
+    /// 64 activation blocks: ties first (scale 1, so each x.5 rounds away from zero),
+    /// then a block of zeros, then spread values.
+    pub(super) fn activations_with_ties() -> Vec<f32> {
+        let mut x: Vec<f32> = (0..32 * 64)
+            .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 37.0)
+            .collect();
+        for (j, v) in x[..32].iter_mut().enumerate() {
+            *v = if j == 0 { 127.0 } else { j as f32 - 16.5 };
+        }
+        x[32..64].fill(0.0);
+        x
+    }
+
     #[test]
     fn activation_blocks_are_candles_q8_0_bit_for_bit() {
         if !available() {
             eprintln!("no AVX-512 VNNI here: the tile kernel is not exercised");
             return;
         }
-        let mut x: Vec<f32> = (0..32 * 64)
-            .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 37.0)
-            .collect();
-        // Ties: scale 1, so each x.5 rounds away from zero; then a block of zeros.
-        for (j, v) in x[..32].iter_mut().enumerate() {
-            *v = if j == 0 { 127.0 } else { j as f32 - 16.5 };
-        }
-        x[32..64].fill(0.0);
+        let x = activations_with_ties();
         let ours = quantize_rows(&x, 64, 32);
         let candles = quantize_row(&x);
         for (i, (a, b)) in ours.iter().zip(q8_blocks(&candles)).enumerate() {
@@ -606,10 +612,21 @@ mod tests {
                 .and_then(|t| t.flatten_all()?.to_vec1::<f32>())
                 .unwrap();
             let tiled = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
-            for r in [0, 15, 16, 36] {
-                let mut row = Vec::new();
-                tiled.append_row(r, &mut row);
-                assert_eq!(row, want[r * k..(r + 1) * k], "{dtype:?} row {r}");
+            // Q8_0 as AVX2's word tiles too (built on any CPU).
+            let words = match &tiled.weights {
+                Weights::Bytes(bytes) => Some(TiledQ8 {
+                    n,
+                    k,
+                    weights: Weights::Words(blocks::word_tiles(bytes)),
+                }),
+                _ => None,
+            };
+            for tiled in std::iter::once(&tiled).chain(&words) {
+                for r in [0, 15, 16, 36] {
+                    let mut row = Vec::new();
+                    tiled.append_row(r, &mut row);
+                    assert_eq!(row, want[r * k..(r + 1) * k], "{dtype:?} row {r}");
+                }
             }
         }
     }

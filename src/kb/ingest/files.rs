@@ -239,11 +239,20 @@ pub fn content_hash(path: &str, bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    /// A folder holding a file of a few bytes at each of `rels`.
+    fn folder_of(rels: &[&str]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for rel in rels {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "text").unwrap();
+        }
+        dir
+    }
+
     #[test]
     fn a_pages_source_beside_its_built_page_is_left_out() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        for rel in [
+        let dir = folder_of(&[
             "index.html",
             "_sources/index.rst.txt",
             "config/filters.html",
@@ -256,12 +265,8 @@ mod tests {
             "notes.txt",
             "old/page.txt",
             "page.html",
-        ] {
-            let path = root.join(rel);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, "text").unwrap();
-        }
-        let found = candidates(root, false);
+        ]);
+        let found = candidates(dir.path(), false);
         let files: Vec<&str> = found.files.iter().map(|c| c.rel.as_str()).collect();
         assert_eq!(
             files,
@@ -289,9 +294,7 @@ mod tests {
 
     #[test]
     fn a_sphinx_builds_index_and_search_pages_are_left_out() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        for rel in [
+        let dir = folder_of(&[
             "lua/index.html",
             "lua/genindex.html",
             "lua/genindex-A.html",
@@ -300,12 +303,8 @@ mod tests {
             // Without a Sphinx build beside them, pages of these names are read.
             "other/genindex.html",
             "other/search.html",
-        ] {
-            let path = root.join(rel);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, "text").unwrap();
-        }
-        let found = candidates(root, false);
+        ]);
+        let found = candidates(dir.path(), false);
         let files: Vec<&str> = found.files.iter().map(|c| c.rel.as_str()).collect();
         assert_eq!(
             files,

@@ -200,7 +200,7 @@ mod tests {
     use candle_core::{Device, Module, Tensor};
 
     use super::super::blocks::{quantize_row, word_tiles};
-    use super::super::tests::{matrix, max_gap};
+    use super::super::tests::{activations_with_ties, matrix, max_gap};
     use super::super::{TiledQ8, Weights};
     use super::*;
     use crate::llm::q5_0::q8_blocks;
@@ -216,35 +216,12 @@ mod tests {
     }
 
     #[test]
-    fn a_word_tile_row_reads_back_as_candles_dequantization_bit_for_bit() {
-        let (n, k) = (37, 512);
-        let q = QTensor::quantize(&matrix(n, k, 5), GgmlDType::Q8_0).unwrap();
-        let want = q
-            .dequantize(&Device::Cpu)
-            .and_then(|t| t.flatten_all()?.to_vec1::<f32>())
-            .unwrap();
-        let tiled = as_words(&q);
-        for r in [0, 15, 16, 36] {
-            let mut row = Vec::new();
-            tiled.append_row(r, &mut row);
-            assert_eq!(row, want[r * k..(r + 1) * k], "row {r}");
-        }
-    }
-
-    #[test]
     fn word_activations_are_candles_q8_0_bit_for_bit() {
         if !available() {
             eprintln!("no AVX2 here: the word kernel is not exercised");
             return;
         }
-        let mut x: Vec<f32> = (0..32 * 64)
-            .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 37.0)
-            .collect();
-        // Ties: scale 1, so each x.5 rounds away from zero; then a block of zeros.
-        for (j, v) in x[..32].iter_mut().enumerate() {
-            *v = if j == 0 { 127.0 } else { j as f32 - 16.5 };
-        }
-        x[32..64].fill(0.0);
+        let x = activations_with_ties();
         let ours = activation(&x, 64, 32);
         let candles = quantize_row(&x);
         for (i, (a, b)) in ours.iter().zip(q8_blocks(&candles)).enumerate() {
