@@ -32,11 +32,11 @@ pub(super) fn plain_pre(node: NodeRef<'_, Node>) -> bool {
 }
 
 /// The paragraphs of a plain `<pre>` block (`plain_pre`) that is prose, or None where it
-/// is code or output.
-/// Prose: lines of words (five or more a line on average, or one finished sentence of
-/// three; letters nearly all of what is not space), at least one finished sentence, and
-/// no line a comment, prompt or statement end. A paragraph's wrapped lines are joined; a line that starts a list item
-/// ("- …", "* …") starts a paragraph of its own.
+/// is code or output. Prose: lines of words (five or more a line on average, or one
+/// finished sentence of three; letters nearly all of what is not space), at least one
+/// finished sentence, and no line a comment, a prompt, a statement's end or a brace (a
+/// wrapped line may end with a comma or a parenthesis). A paragraph's wrapped lines are
+/// joined; a line that starts a list item ("- …", "* …") starts a paragraph of its own.
 pub(super) fn prose_paragraphs(text: &str) -> Option<Vec<String>> {
     let lines: Vec<&str> = text
         .lines()
@@ -61,9 +61,7 @@ pub(super) fn prose_paragraphs(text: &str) -> Option<Vec<String>> {
         ]
         .iter()
         .any(|p| l.starts_with(p))
-            || [";", "{", "}", "\\", "(", ","]
-                .iter()
-                .any(|e| l.ends_with(e))
+            || [";", "{", "}", "\\"].iter().any(|e| l.ends_with(e))
     };
     if lines.iter().any(code_line) {
         return None;
@@ -182,6 +180,11 @@ mod tests {
             ["Enable HTTP compression."]
         );
         assert_eq!(prose_paragraphs("make install\n"), None);
+        let wrapped = "When dynamic cookies are enabled (see the \"dynamic\" directive for\n\
+                       cookie), a cookie is created for each server (unless one is set on the\n\
+                       server line), using a hash of the address of the server, the port,\n\
+                       and the secret key.\n";
+        assert_eq!(prose_paragraphs(wrapped).map(|p| p.len()), Some(1));
         for code in [
             "backend public_www\n    server srv1 192.168.0.1:80\n    stats enable\n",
             "SELECT city, temp_lo FROM weather WHERE city = 'San Francisco' AND prcp > 0.0;\n",
