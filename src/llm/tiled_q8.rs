@@ -536,6 +536,14 @@ mod tests {
         d.max(0).unwrap().to_scalar::<f32>().unwrap()
     }
 
+    /// A product within 1e-3 of the reference's largest value (summation order apart).
+    pub(super) fn assert_near_product(got: &Tensor, want: &Tensor, what: &str) {
+        let flat = want.abs().unwrap().flatten_all().unwrap();
+        let scale = flat.max(0).unwrap().to_scalar::<f32>().unwrap();
+        let gap = max_gap(got, want);
+        assert!(gap <= 1e-3 * scale.max(1.0), "{what}: {gap}");
+    }
+
     /// A 21-row matrix of `a` over a 16-row one of `b` (37 rows: two whole tiles and a
     /// partial one; width 96: three blocks) as tiles, and candle's dequantization of both.
     fn stacked(a: GgmlDType, b: GgmlDType, seed: usize) -> (TiledQ8, Tensor) {
@@ -569,7 +577,7 @@ mod tests {
 
     /// 64 activation blocks: ties first (scale 1, so each x.5 rounds away from zero),
     /// then a block of zeros, then spread values.
-    pub(super) fn activations_with_ties() -> Vec<f32> {
+    fn activations_with_ties() -> Vec<f32> {
         let mut x: Vec<f32> = (0..32 * 64)
             .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 37.0)
             .collect();
@@ -580,20 +588,29 @@ mod tests {
         x
     }
 
+    /// Both kernels' activations: VNNI's bytes and AVX2's words.
     #[test]
     fn activation_blocks_are_candles_q8_0_bit_for_bit() {
-        if !available() {
-            eprintln!("no AVX-512 VNNI here: the tile kernel is not exercised");
-            return;
-        }
         let x = activations_with_ties();
-        let ours = quantize_rows(&x, 64, 32);
-        let candles = quantize_row(&x);
-        for (i, (a, b)) in ours.iter().zip(q8_blocks(&candles)).enumerate() {
-            assert_eq!(a.qs, b.qs, "block {i}");
-            assert_eq!(a.d, b.d.to_f32(), "block {i}");
-            let sum: i32 = b.qs.iter().map(|&q| q as i32).sum();
-            assert_eq!(a.correction, -128 * sum, "block {i}");
+        let blocks = quantize_row(&x);
+        let candles = q8_blocks(&blocks);
+        if available() {
+            for (i, (a, b)) in quantize_rows(&x, 64, 32).iter().zip(candles).enumerate() {
+                assert_eq!(a.qs, b.qs, "block {i}");
+                assert_eq!(a.d, b.d.to_f32(), "block {i}");
+                let sum: i32 = b.qs.iter().map(|&q| q as i32).sum();
+                assert_eq!(a.correction, -128 * sum, "block {i}");
+            }
+        }
+        if avx2::available() {
+            for (i, (a, b)) in avx2::activation(&x, 64, 32).iter().zip(candles).enumerate() {
+                let want: Vec<i16> = b.qs.iter().map(|&q| q as i16).collect();
+                assert_eq!(a.qs.to_vec(), want, "block {i}");
+                assert_eq!(a.d, b.d.to_f32(), "block {i}");
+            }
+        }
+        if !int8_products_available() {
+            eprintln!("neither AVX-512 VNNI nor AVX2 here: no activation kernel is exercised");
         }
     }
 
@@ -699,10 +716,7 @@ mod tests {
                     .unwrap()
                     .forward(&x)
                     .unwrap();
-                let flat = want.abs().unwrap().flatten_all().unwrap();
-                let scale = flat.max(0).unwrap().to_scalar::<f32>().unwrap();
-                let gap = max_gap(&got, &want);
-                assert!(gap <= 1e-3 * scale.max(1.0), "{dtype:?} rows {rows}: {gap}");
+                assert_near_product(&got, &want, &format!("{dtype:?} rows {rows}"));
             }
         }
     }
