@@ -52,7 +52,7 @@ fn embeddings_match_sentence_transformers() {
     // Both precisions: f32 is the reference's arithmetic, int8 (the default where the CPU
     // has VNNI) must stay as close.
     let mut precisions = vec![Precision::F32];
-    if sextant::llm::tiled_q8::int8_products_available() {
+    if sextant::llm::tiled_q8::runs_here() {
         precisions.push(Precision::Int8);
     } else {
         eprintln!("neither AVX-512 VNNI nor AVX2 here: int8 embedding is not exercised");

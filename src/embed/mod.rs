@@ -45,9 +45,7 @@ pub enum Precision {
 impl Precision {
     /// Int8 where the CPU has AVX-512 VNNI or AVX2, unless `SEXTANT_EMBED_F32` is set.
     pub fn default_here() -> Precision {
-        if crate::llm::tiled_q8::int8_products_available()
-            && std::env::var_os("SEXTANT_EMBED_F32").is_none()
-        {
+        if crate::llm::tiled_q8::runs_here() && std::env::var_os("SEXTANT_EMBED_F32").is_none() {
             Precision::Int8
         } else {
             Precision::F32
@@ -69,9 +67,9 @@ impl Embedder {
     }
 
     /// Loads with the dense layers at `precision` (int8 only where
-    /// `tiled_q8::int8_products_available()`).
+    /// `tiled_q8::runs_here()`).
     pub fn load_as(model: &VerifiedModel, precision: Precision) -> Result<Self> {
-        if precision == Precision::Int8 && !crate::llm::tiled_q8::int8_products_available() {
+        if precision == Precision::Int8 && !crate::llm::tiled_q8::runs_here() {
             bail!("int8 embedding needs AVX-512 VNNI or AVX2, which this CPU lacks; use f32");
         }
         let device = Device::Cpu;

@@ -1,7 +1,8 @@
 //! Q8_0, Q5_0, Q4_1 and Q4_K weights in tiles of 16 rows, multiplied by activation rows
-//! with AVX-512 VNNI: one row at a time when decoding, four at a time for a prompt (each
-//! loaded weight group serves the four). Without VNNI, a float matrix (the embedder's)
-//! can still be held as Q8_0 tiles of 16-bit words for AVX2 (`avx2.rs`).
+//! with AVX-512 VNNI (`kernel.rs`), or else with AVX2 on the same tiles (`kernel_avx2.rs`):
+//! one row at a time when decoding, four at a time for a prompt (each loaded weight group
+//! serves the four). Without VNNI, a float matrix (the embedder's) is held as Q8_0 tiles
+//! of 16-bit words instead (`avx2.rs`).
 //!
 //! candle's matmul asks a block type for at most four rows at a time, so a Q5_0 or Q8_0
 //! weight costs about ten instructions per 32 multiply-adds a row (decode, `maddubs`,
@@ -34,12 +35,14 @@ use rayon::prelude::*;
 mod avx2;
 mod blocks;
 mod kernel;
+mod kernel_avx2;
 use blocks::{
     byte_tiles, byte_weight, low_nibble, nibble_weight, q4_1_tiles, q4k_tiles, q5_0_tiles,
     word_tiles, word_weight,
 };
 use blocks::{Mins, Tile4Block, Tile4hBlock, Tile5Block, TileBlock, TileWordBlock};
 use kernel::{Bytes, Layout, Nibbles, Nibbles4, NibblesK};
+use kernel_avx2::Avx2Layout;
 
 /// Rows per tile: one 512-bit register of 32-bit sums.
 pub const TILE: usize = 16;
@@ -93,9 +96,10 @@ pub fn available() -> bool {
     }
 }
 
-/// True where a float matrix's int8 product (`from_f32`, `add_product`: the embedder's)
-/// can run: with AVX-512 VNNI on byte tiles, or with AVX2 on word tiles.
-pub fn int8_products_available() -> bool {
+/// True where tiles can be built and multiplied: with AVX-512 VNNI (`kernel.rs`), or
+/// else with AVX2 (`kernel_avx2.rs`; a float matrix, the embedder's, as word tiles:
+/// `avx2.rs`).
+pub fn runs_here() -> bool {
     available() || avx2::available()
 }
 
@@ -174,12 +178,12 @@ impl TiledQ8 {
 
     /// A float matrix of `n` rows by `k` columns (row-major), each row quantized to Q8_0
     /// blocks as ggml quantizes a weight, as byte tiles where VNNI runs, else as word
-    /// tiles for AVX2 (the embedder's int8 path; `int8_products_available`).
+    /// tiles for AVX2 (the embedder's int8 path; `runs_here`).
     pub fn from_f32(w: &[f32], n: usize, k: usize) -> Result<TiledQ8> {
         if w.len() != n * k {
             bail!("{} values for a {n}×{k} matrix", w.len());
         }
-        if !int8_products_available() {
+        if !runs_here() {
             bail!("int8 products need AVX-512 VNNI or AVX2, which this CPU lacks");
         }
         let t = Tensor::from_slice(w, (n, k), &Device::Cpu)?;
@@ -244,29 +248,38 @@ impl TiledQ8 {
     /// `x · Wᵀ` for `m` activation rows: each weight group loaded once serves four rows
     /// (a prompt's product, with no f32 copy of the weight).
     fn gemm(&self, xs: &[f32], m: usize, out: &mut [f32], pool: Pool) {
-        let (xs, k) = (&xs[..m * self.k], self.k);
+        let xs = &xs[..m * self.k];
         match &self.weights {
-            Weights::Bytes(b) => {
-                let act = activation::<Bytes>(xs, m, k);
-                self.gemm_in(b, None, &act, m, out, pool, kernel::rows::<Bytes>)
-            }
-            Weights::Q4_1(b) => {
-                let act = activation::<Nibbles4>(xs, m, k);
-                self.gemm_in(b, None, &act, m, out, pool, kernel::rows::<Nibbles4>)
-            }
-            Weights::Q4K(b, mins) => {
-                let act = activation::<NibblesK>(xs, m, k);
-                self.gemm_in(b, Some(mins), &act, m, out, pool, kernel::rows::<NibblesK>)
-            }
-            Weights::Q5_0(b) => {
-                let act = activation::<Nibbles>(xs, m, k);
-                self.gemm_in(b, None, &act, m, out, pool, kernel::rows::<Nibbles>)
-            }
+            Weights::Bytes(b) => self.gemm_layout::<Bytes>(b, None, xs, m, out, pool),
+            Weights::Q4_1(b) => self.gemm_layout::<Nibbles4>(b, None, xs, m, out, pool),
+            Weights::Q4K(b, mins) => self.gemm_layout::<NibblesK>(b, Some(mins), xs, m, out, pool),
+            Weights::Q5_0(b) => self.gemm_layout::<Nibbles>(b, None, xs, m, out, pool),
             Weights::Words(b) => {
-                let act = avx2::activation(xs, m, k);
+                let act = avx2::activation(xs, m, self.k);
                 self.gemm_in(b, None, &act, m, out, pool, avx2::rows)
             }
         }
+    }
+
+    /// `gemm` over the tiles of layout `L`, with the VNNI kernel or else the AVX2 one.
+    fn gemm_layout<L: Avx2Layout>(
+        &self,
+        blocks: &[L::Block],
+        mins: Option<&[Mins]>,
+        xs: &[f32],
+        m: usize,
+        out: &mut [f32],
+        pool: Pool,
+    ) where
+        L::Block: Sync,
+    {
+        let act = activation::<L>(xs, m, self.k);
+        let kernel: RowsKernel<L::Block, Act> = if available() {
+            kernel::rows::<L>
+        } else {
+            kernel_avx2::rows::<L>
+        };
+        self.gemm_in(blocks, mins, &act, m, out, pool, kernel)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -305,8 +318,8 @@ impl TiledQ8 {
                 let rows = GEMM_ROWS.min(m - row);
                 // SAFETY: this task alone writes rows `row..row + rows`, columns of tiles
                 // `first..first + count` of `padded`, which outlives the pool's call; the
-                // kernel runs only where its layout was built (`available()`, which
-                // `Linear::load` checks, or `avx2::available()` for word tiles).
+                // kernel runs only where its layout was built (`runs_here()`, which
+                // `Linear::load` checks; word tiles only where `avx2::available()`).
                 unsafe {
                     kernel(
                         &blocks[first * nb..(first + count) * nb],
@@ -335,9 +348,12 @@ impl TiledQ8 {
     }
 
     fn gemv(&self, x: &[f32], out: &mut [f32]) {
+        if !available() {
+            // AVX2's kernel, and the embedder's word tiles: one row is a product of one row.
+            return self.gemm(x, 1, out, Pool::Candle);
+        }
         match &self.weights {
-            // The embedder's tiles: one row is a product of one row.
-            Weights::Words(_) => self.gemm(x, 1, out, Pool::Candle),
+            Weights::Words(_) => unreachable!("word tiles are built only without VNNI"),
             Weights::Bytes(b) => self.gemv_in::<Bytes>(b, None, x, out),
             Weights::Q4_1(b) => self.gemv_in::<Nibbles4>(b, None, x, out),
             Weights::Q4K(b, mins) => self.gemv_in::<NibblesK>(b, Some(mins), x, out),
@@ -371,7 +387,8 @@ impl TiledQ8 {
                 let count = TILES_PER_TASK.min(tiles - first);
                 // SAFETY: tasks write disjoint ranges of `padded` (tiles `first..first +
                 // count`, 16 floats each), which outlives the pool's call. `TiledQ8` is
-                // built only where `available()` (`Linear::load` checks it).
+                // built only where `runs_here()` (`Linear::load` checks it), and this
+                // VNNI kernel runs only where `available()` (`gemv`).
                 unsafe {
                     let out = std::slice::from_raw_parts_mut(dst.at(first * TILE), count * TILE);
                     kernel::tiles::<L>(
@@ -449,10 +466,16 @@ impl Act {
 fn quantize_rows(xs: &[f32], m: usize, k: usize) -> Vec<Act> {
     let nb = k / QK;
     let mut act = vec![Act::ZERO; m * nb];
+    let quantize: unsafe fn(&[f32], &mut Act) = if available() {
+        kernel::quantize
+    } else {
+        kernel_avx2::quantize
+    };
     let row = |(blocks, x): (&mut [Act], &[f32])| {
         for (a, x) in blocks.iter_mut().zip(x.chunks_exact(QK)) {
-            // SAFETY: tiles exist, and this runs, only where `available()`.
-            unsafe { kernel::quantize(x, a) }
+            // SAFETY: tiles exist, and this runs, only where `runs_here()`: with VNNI, or
+            // else with AVX2.
+            unsafe { quantize(x, a) }
         }
     };
     if m == 1 {
@@ -594,7 +617,7 @@ mod tests {
         let x = activations_with_ties();
         let blocks = quantize_row(&x);
         let candles = q8_blocks(&blocks);
-        if available() {
+        if runs_here() {
             for (i, (a, b)) in quantize_rows(&x, 64, 32).iter().zip(candles).enumerate() {
                 assert_eq!(a.qs, b.qs, "block {i}");
                 assert_eq!(a.d, b.d.to_f32(), "block {i}");
@@ -609,7 +632,7 @@ mod tests {
                 assert_eq!(a.d, b.d.to_f32(), "block {i}");
             }
         }
-        if !int8_products_available() {
+        if !runs_here() {
             eprintln!("neither AVX-512 VNNI nor AVX2 here: no activation kernel is exercised");
         }
     }
@@ -651,7 +674,7 @@ mod tests {
     #[test]
     fn a_float_matrix_as_tiles_adds_its_product_to_the_output() {
         // Byte tiles where VNNI runs, word tiles on AVX2 alone.
-        if !int8_products_available() {
+        if !runs_here() {
             eprintln!("neither AVX-512 VNNI nor AVX2 here: no tile kernel is exercised");
             return;
         }
@@ -684,9 +707,9 @@ mod tests {
 
     #[test]
     fn products_equal_candles_quantized_matmul() {
-        if !available() {
+        if !runs_here() {
             // Never built on such a CPU (`Linear::load`); the conversion test still runs.
-            eprintln!("no AVX-512 VNNI here: the tile kernel is not exercised");
+            eprintln!("neither AVX-512 VNNI nor AVX2 here: the tile kernels are not exercised");
             return;
         }
         for (dtype, n, k) in [
@@ -722,8 +745,8 @@ mod tests {
     }
     #[test]
     fn q5_0_nibble_tiles_multiply_as_their_byte_conversion_bit_for_bit() {
-        if !available() {
-            eprintln!("no AVX-512 VNNI here: the tile kernel is not exercised");
+        if !runs_here() {
+            eprintln!("neither AVX-512 VNNI nor AVX2 here: the tile kernels are not exercised");
             return;
         }
         let (n, k) = (70, 160);
@@ -757,8 +780,8 @@ mod tests {
         assert!(matches!(tiled.weights, Weights::Q4K(..)));
         let exact = q.dequantize(&Device::Cpu).unwrap();
         assert_eq!(max_gap(&tiled.dequantize().unwrap(), &exact), 0.0);
-        if !available() {
-            eprintln!("no AVX-512 VNNI here: the tile kernel is not exercised");
+        if !runs_here() {
+            eprintln!("neither AVX-512 VNNI nor AVX2 here: the tile kernels are not exercised");
             return;
         }
         let weights = exact.flatten_all().unwrap().to_vec1::<f32>().unwrap();

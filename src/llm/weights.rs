@@ -157,19 +157,19 @@ pub struct Linear {
 /// The weights one-row products (token by token generation) run on.
 enum Decode {
     Candle(QMatMul),
-    /// Q8_0 in 16-row tiles for AVX-512 VNNI (`tiled_q8`).
+    /// 16-row tiles (`tiled_q8`).
     Tiled(TiledQ8),
 }
 
-/// Whether a layer of these types runs on `tiled_q8`: on CPUs with AVX-512 VNNI, every
-/// weight the tiles hold exactly (Q8_0, Q5_0, Q4_1, Q4_K: candle's repacked Q4_K tiles
+/// Whether a layer of these types runs on `tiled_q8`: on CPUs with AVX-512 VNNI or AVX2
+/// (`tiled_q8::runs_here`), every weight the tiles hold exactly (Q8_0, Q5_0, Q4_1, Q4_K: candle's repacked Q4_K tiles
 /// would sit beside the file's blocks) or that would be re-quantized either way (types
 /// candle has no kernel for). Other K-quants and Q4_0 keep candle's kernels: they read
 /// fewer bytes.
 /// `SEXTANT_TILES=0` turns tiles off, for comparison.
 fn use_tiles(dtypes: &[GgmlDType], opts: &LoadOptions, device: &Device) -> bool {
     let off = std::env::var("SEXTANT_TILES").is_ok_and(|v| v == "0");
-    if off || !device.is_cpu() || !tiled_q8::available() {
+    if off || !device.is_cpu() || !tiled_q8::runs_here() {
         return false;
     }
     let first = dtypes[0];

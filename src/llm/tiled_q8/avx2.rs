@@ -55,15 +55,35 @@ mod x86 {
     use super::super::{QK, TILE};
     use super::ActWords;
 
-    /// True where the kernel can run: x86-64 with AVX2 and FMA.
+    /// True where the AVX2 kernels (`kernel_avx2.rs` too) can run: x86-64 with AVX2, FMA
+    /// and F16C (all in x86-64-v3).
     pub(in super::super) fn available() -> bool {
-        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+        is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("fma")
+            && is_x86_feature_detected!("f16c")
     }
 
     /// 32 values as an activation block: `kernel::quantize`'s arithmetic (scale max|x| /
     /// 127 kept as f16, rounded half away from zero with the unrounded scale) in 256 bits.
     #[target_feature(enable = "avx2,fma")]
     pub(in super::super) unsafe fn quantize(x: &[f32], a: &mut ActWords) {
+        let (q, d) = round_block(x);
+        // `packs` interleaves its operands' 128-bit halves; the permutation restores the
+        // order.
+        for (i, pair) in q.chunks_exact(2).enumerate() {
+            let words = _mm256_permute4x64_epi64(_mm256_packs_epi32(pair[0], pair[1]), 0b11011000);
+            _mm256_storeu_si256(a.qs.as_mut_ptr().add(16 * i) as *mut __m256i, words);
+        }
+        a.d = d;
+    }
+
+    /// 32 values as a Q8_0 block's integers (four vectors of eight, in order) and its
+    /// scale as f16 keeps it, as `kernel::quantize` rounds them: the largest float below
+    /// one half with the value's sign added, then truncated (LLVM's lowering of
+    /// `f32::round`).
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    pub(in super::super) unsafe fn round_block(x: &[f32]) -> ([__m256i; 4], f32) {
         const HALF_BELOW: f32 = 0.499_999_97;
         let v: [__m256; 4] = std::array::from_fn(|i| _mm256_loadu_ps(x.as_ptr().add(8 * i)));
         let sign = _mm256_set1_ps(-0.0);
@@ -83,14 +103,10 @@ mod x86 {
             let h = _mm256_or_ps(_mm256_and_ps(y, sign), half);
             _mm256_cvttps_epi32(_mm256_add_ps(y, h))
         };
-        let q: [__m256i; 4] = std::array::from_fn(|i| round(v[i]));
-        // `packs` interleaves its operands' 128-bit halves; the permutation restores the
-        // order.
-        for (i, pair) in q.chunks_exact(2).enumerate() {
-            let words = _mm256_permute4x64_epi64(_mm256_packs_epi32(pair[0], pair[1]), 0b11011000);
-            _mm256_storeu_si256(a.qs.as_mut_ptr().add(16 * i) as *mut __m256i, words);
-        }
-        a.d = f16::from_f32(d).to_f32();
+        (
+            std::array::from_fn(|i| round(v[i])),
+            f16::from_f32(d).to_f32(),
+        )
     }
 
     /// One or two tiles against one to four activation rows (`act` holds whole rows of
