@@ -273,7 +273,7 @@ impl TiledQ8 {
     ) where
         L::Block: Sync,
     {
-        let act = activation::<L>(xs, m, self.k);
+        let act = activation::<L>(xs, m, self.k, pool);
         let kernel: RowsKernel<L::Block, Act> = if available() {
             kernel::rows::<L>
         } else {
@@ -303,7 +303,7 @@ impl TiledQ8 {
         } else {
             vec![0f32; m * width]
         };
-        let dst = SharedOut(if width == self.n {
+        let dst = Shared(if width == self.n {
             out.as_mut_ptr()
         } else {
             padded.as_mut_ptr()
@@ -371,7 +371,7 @@ impl TiledQ8 {
         L::Block: Sync,
     {
         let nb = self.k / QK;
-        let act = activation::<L>(x, 1, self.k);
+        let act = activation::<L>(x, 1, self.k, Pool::Candle);
         // Four tiles (64 rows) a task: four independent chains of `vpdpbusd` share each
         // broadcast of the activation. candle's barrier pool runs the tasks, as it runs
         // the K-quant products of the same forward pass: two pools would contend for the
@@ -379,7 +379,7 @@ impl TiledQ8 {
         const TILES_PER_TASK: usize = 4;
         let tiles = blocks.len() / nb;
         let mut padded = vec![0f32; tiles * TILE];
-        let dst = SharedOut(padded.as_mut_ptr());
+        let dst = Shared(padded.as_mut_ptr());
         let tasks = tiles.div_ceil(TILES_PER_TASK);
         candle_core::utils::barrier_pool().execute_chunked(tasks, |range| {
             for task in range {
@@ -425,14 +425,26 @@ enum Pool {
     Rayon,
 }
 
-/// The output buffer, shared by the pool's tasks (each writes its own tiles).
-struct SharedOut(*mut f32);
-// SAFETY: only used for disjoint writes while the owning buffer is alive (`gemv`).
-unsafe impl Sync for SharedOut {}
-impl SharedOut {
-    fn at(&self, i: usize) -> *mut f32 {
+/// A buffer shared by the pool's tasks (the output, each task its own tiles; the
+/// activation, each task its own rows).
+struct Shared<T>(*mut T);
+// SAFETY: only used for disjoint writes while the owning buffer is alive (`gemm_in`,
+// `gemv_in`, `quantize_rows`, `quantize_rows_q8k`).
+unsafe impl<T> Sync for Shared<T> {}
+impl<T> Shared<T> {
+    fn at(&self, i: usize) -> *mut T {
         // SAFETY: callers stay within the buffer.
         unsafe { self.0.add(i) }
+    }
+}
+
+/// Calls `f(i)` once for each `i` in `0..n`, on `pool`'s threads.
+fn on_pool(pool: Pool, n: usize, f: impl Fn(usize) + Sync) {
+    match pool {
+        Pool::Candle => {
+            candle_core::utils::barrier_pool().execute_chunked(n, |range| range.for_each(&f))
+        }
+        Pool::Rayon => (0..n).into_par_iter().for_each(&f),
     }
 }
 
@@ -463,7 +475,7 @@ impl Act {
 /// `BlockQ8_0::from_float` does (scale max|x| / 127 kept as f16, bytes rounded half away
 /// from zero with the unrounded scale) but 32 values at a time (`kernel::quantize`):
 /// candle's loop made a prompt's product spend a sixth of its time quantizing.
-fn quantize_rows(xs: &[f32], m: usize, k: usize) -> Vec<Act> {
+fn quantize_rows(xs: &[f32], m: usize, k: usize, pool: Pool) -> Vec<Act> {
     let nb = k / QK;
     let mut act = vec![Act::ZERO; m * nb];
     let quantize: unsafe fn(&[f32], &mut Act) = if available() {
@@ -471,8 +483,11 @@ fn quantize_rows(xs: &[f32], m: usize, k: usize) -> Vec<Act> {
     } else {
         kernel_avx2::quantize
     };
-    let row = |(blocks, x): (&mut [Act], &[f32])| {
-        for (a, x) in blocks.iter_mut().zip(x.chunks_exact(QK)) {
+    let acts = Shared(act.as_mut_ptr());
+    let row = |r: usize| {
+        // SAFETY: row r alone writes its `nb` blocks of `act`, which outlives the call.
+        let blocks = unsafe { std::slice::from_raw_parts_mut(acts.at(r * nb), nb) };
+        for (a, x) in blocks.iter_mut().zip(xs[r * k..].chunks_exact(QK)) {
             // SAFETY: tiles exist, and this runs, only where `runs_here()`: with VNNI, or
             // else with AVX2.
             unsafe { quantize(x, a) }
@@ -480,19 +495,21 @@ fn quantize_rows(xs: &[f32], m: usize, k: usize) -> Vec<Act> {
     };
     if m == 1 {
         // One token while decoding: not worth a parallel call.
-        row((&mut act, xs));
+        row(0);
     } else {
-        act.par_chunks_mut(nb).zip(xs.par_chunks(k)).for_each(row);
+        // On the pool that runs the products: rayon's threads beside candle's spinning
+        // ones cost a Qwen prompt 5–10 % on 2 cores.
+        on_pool(pool, m, row);
     }
     act
 }
 
 /// `m` rows of width `k` as activation blocks for layout `L`.
-fn activation<L: Layout>(xs: &[f32], m: usize, k: usize) -> Vec<Act> {
+fn activation<L: Layout>(xs: &[f32], m: usize, k: usize, pool: Pool) -> Vec<Act> {
     if L::Q8K {
-        quantize_rows_q8k(xs, m, k)
+        quantize_rows_q8k(xs, m, k, pool)
     } else {
-        quantize_rows(xs, m, k)
+        quantize_rows(xs, m, k, pool)
     }
 }
 
@@ -500,7 +517,7 @@ fn activation<L: Layout>(xs: &[f32], m: usize, k: usize) -> Vec<Act> {
 /// (candle's `BlockQ8K::from_float`): one f32 scale per 256 values, the value of largest
 /// magnitude at -127. What llama.cpp multiplies a Q4_K weight by; Gemma 3's logits moved
 /// by more than the reference test allows with Q8_0's per-32 activation blocks.
-fn quantize_rows_q8k(xs: &[f32], m: usize, k: usize) -> Vec<Act> {
+fn quantize_rows_q8k(xs: &[f32], m: usize, k: usize, pool: Pool) -> Vec<Act> {
     const SUPER: usize = 256;
     let mut act = vec![Act::ZERO; m * k / QK];
     let block = |(acts, x): (&mut [Act], &[f32])| {
@@ -527,14 +544,17 @@ fn quantize_rows_q8k(xs: &[f32], m: usize, k: usize) -> Vec<Act> {
             a.scaled_sum = f16::from_f32(a.scaled_sum_f32).to_f32();
         }
     };
+    let (per, acts) = (SUPER / QK, Shared(act.as_mut_ptr()));
+    let unit = |i: usize| {
+        // SAFETY: unit i alone writes its `per` blocks of `act`, which outlives the call.
+        let acts = unsafe { std::slice::from_raw_parts_mut(acts.at(i * per), per) };
+        block((acts, &xs[i * SUPER..(i + 1) * SUPER]));
+    };
+    let units = m * k / SUPER;
     if m == 1 {
-        act.chunks_mut(SUPER / QK)
-            .zip(xs.chunks(SUPER))
-            .for_each(block);
+        (0..units).for_each(unit);
     } else {
-        act.par_chunks_mut(SUPER / QK)
-            .zip(xs.par_chunks(SUPER))
-            .for_each(block);
+        on_pool(pool, units, unit);
     }
     act
 }
@@ -618,7 +638,11 @@ mod tests {
         let blocks = quantize_row(&x);
         let candles = q8_blocks(&blocks);
         if runs_here() {
-            for (i, (a, b)) in quantize_rows(&x, 64, 32).iter().zip(candles).enumerate() {
+            for (i, (a, b)) in quantize_rows(&x, 64, 32, Pool::Rayon)
+                .iter()
+                .zip(candles)
+                .enumerate()
+            {
                 assert_eq!(a.qs, b.qs, "block {i}");
                 assert_eq!(a.d, b.d.to_f32(), "block {i}");
                 let sum: i32 = b.qs.iter().map(|&q| q as i32).sum();
