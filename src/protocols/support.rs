@@ -26,6 +26,7 @@ use super::Report;
 use crate::kb::parse::excerpt;
 
 mod cut;
+mod invented_names;
 mod joined;
 mod links;
 mod read_text;
@@ -173,6 +174,13 @@ pub fn hold_to_read(
         report.notes.push(format!(
             "link targets not in the passages read, unlinked: {}",
             foreign.join(", ")
+        ));
+    }
+    let (answer, names) = invented_names::without_invented_names(&answer, read, question);
+    if !names.is_empty() {
+        report.notes.push(format!(
+            "names neither the passages read nor the question use, dropped: {}",
+            names.join(", ")
         ));
     }
     let checked = check_answer_for(&answer, read, question);
