@@ -384,6 +384,14 @@ fn unsupported(sentence: &str, read: &ReadText) -> Option<String> {
             (None, 0.0),
             |acc, (r, s)| if s > acc.1 { (Some(r), s) } else { acc },
         );
+    if let Some((ours, theirs)) = best
+        .filter(|_| overlap >= REST_ON_SHARE)
+        .and_then(|rest| invented_names::swapped_name(sentence, rest))
+    {
+        return Some(format!(
+            "it says of {ours} what the passage it rests on says of {theirs}"
+        ));
+    }
     match best {
         Some(rest)
             if words.len() >= MIN_POLARITY_WORDS

@@ -27,10 +27,8 @@ mod x86 {
     /// How a tile block's groups are read for AVX2, half a tile (8 rows) at a time.
     pub(in super::super) trait Avx2Layout: Layout {
         /// Groups `h` and `h + 4` of one half, loaded and ready to multiply.
-        type Pair: Copy;
+        type Pair: Products;
         unsafe fn half_pair(b: &Self::Block, h: usize, half: usize) -> Self::Pair;
-        /// The 8 rows' 32-bit sums of `pair` times the broadcast activation groups.
-        unsafe fn products(pair: &Self::Pair, y0: __m256i, y1: __m256i) -> __m256i;
         /// The half's 8 scales.
         unsafe fn half_scales(b: &Self::Block, half: usize) -> __m256;
         /// The half's 8 minimums of block column `i` (`Layout::MIN`).
@@ -39,16 +37,43 @@ mod x86 {
         unsafe fn half_mins(_block: &Self::Block, mins: &[Mins], i: usize, half: usize) -> __m256 {
             _mm256_loadu_ps(mins[i].0.as_ptr().add(HALF * half))
         }
-        /// What a block's sums start from (the unsigned offset's correction).
-        fn sums_start(a: &Act) -> i32;
+        /// What a block's sums start from (the unsigned offset's correction; none for
+        /// signed bytes, and none where minimums stand for the offset).
+        fn sums_start(_: &Act) -> i32 {
+            0
+        }
     }
 
-    /// Sums of two groups of unsigned bytes (at most 31) by signed activation bytes.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn unsigned_products(w: &(__m256i, __m256i), y0: __m256i, y1: __m256i) -> __m256i {
-        let pairs = _mm256_add_epi16(_mm256_maddubs_epi16(w.0, y0), _mm256_maddubs_epi16(w.1, y1));
-        _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))
+    /// A loaded pair of weight groups, multiplied by broadcast activation groups.
+    pub(in super::super) trait Products: Copy {
+        /// The 8 rows' 32-bit sums of the pair times `y0` and `y1`.
+        unsafe fn products(&self, y0: __m256i, y1: __m256i) -> __m256i;
+    }
+
+    /// Unsigned bytes of at most 31 (nibble tiles).
+    impl Products for (__m256i, __m256i) {
+        #[inline]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn products(&self, y0: __m256i, y1: __m256i) -> __m256i {
+            let pairs = _mm256_add_epi16(
+                _mm256_maddubs_epi16(self.0, y0),
+                _mm256_maddubs_epi16(self.1, y1),
+            );
+            _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))
+        }
+    }
+
+    /// Signed bytes as each group's |w| and w (byte tiles).
+    impl Products for [__m256i; 4] {
+        #[inline]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn products(&self, y0: __m256i, y1: __m256i) -> __m256i {
+            // One group at a time: |w| ≤ 128 by |y| ≤ 127, twice, nearly fills 16 bits.
+            let ones = _mm256_set1_epi16(1);
+            let p0 = _mm256_maddubs_epi16(self[0], _mm256_sign_epi8(y0, self[1]));
+            let p1 = _mm256_maddubs_epi16(self[2], _mm256_sign_epi8(y1, self[3]));
+            _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones))
+        }
     }
 
     /// 32 nibble-tile bytes of groups `h` and `h + 4` (low and high nibbles).
@@ -101,21 +126,8 @@ mod x86 {
         }
         #[inline]
         #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn products(w: &[__m256i; 4], y0: __m256i, y1: __m256i) -> __m256i {
-            // One group at a time: |w| ≤ 128 by |y| ≤ 127, twice, nearly fills 16 bits.
-            let ones = _mm256_set1_epi16(1);
-            let p0 = _mm256_maddubs_epi16(w[0], _mm256_sign_epi8(y0, w[1]));
-            let p1 = _mm256_maddubs_epi16(w[2], _mm256_sign_epi8(y1, w[3]));
-            _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
         unsafe fn half_scales(b: &TileBlock, half: usize) -> __m256 {
             _mm256_loadu_ps(b.d.as_ptr().add(HALF * half))
-        }
-        fn sums_start(_: &Act) -> i32 {
-            // Multiplied signed: no offset.
-            0
         }
     }
 
@@ -129,11 +141,6 @@ mod x86 {
                 _mm256_or_si256(lo, fifth_bits(b.high[h], half)),
                 _mm256_or_si256(hi, fifth_bits(b.high[h + GROUPS / 2], half)),
             )
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn products(w: &(__m256i, __m256i), y0: __m256i, y1: __m256i) -> __m256i {
-            unsigned_products(w, y0, y1)
         }
         #[inline]
         #[target_feature(enable = "avx2,fma,f16c")]
@@ -155,11 +162,6 @@ mod x86 {
         }
         #[inline]
         #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn products(w: &(__m256i, __m256i), y0: __m256i, y1: __m256i) -> __m256i {
-            unsigned_products(w, y0, y1)
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
         unsafe fn half_scales(b: &Tile4hBlock, half: usize) -> __m256 {
             _mm256_cvtph_ps(_mm_loadu_si128(b.d.as_ptr().add(HALF * half) as *const _))
         }
@@ -167,9 +169,6 @@ mod x86 {
         #[target_feature(enable = "avx2,fma,f16c")]
         unsafe fn half_mins(b: &Tile4hBlock, _: &[Mins], _: usize, half: usize) -> __m256 {
             _mm256_cvtph_ps(_mm_loadu_si128(b.m.as_ptr().add(HALF * half) as *const _))
-        }
-        fn sums_start(_: &Act) -> i32 {
-            0
         }
     }
 
@@ -182,16 +181,8 @@ mod x86 {
         }
         #[inline]
         #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn products(w: &(__m256i, __m256i), y0: __m256i, y1: __m256i) -> __m256i {
-            unsigned_products(w, y0, y1)
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
         unsafe fn half_scales(b: &Tile4Block, half: usize) -> __m256 {
             _mm256_loadu_ps(b.d.as_ptr().add(HALF * half))
-        }
-        fn sums_start(_: &Act) -> i32 {
-            0
         }
     }
 
@@ -248,7 +239,7 @@ mod x86 {
                     let groups = act[r * nb + b].qs.as_ptr() as *const i32;
                     let y0 = _mm256_set1_epi32(groups.add(h).read_unaligned());
                     let y1 = _mm256_set1_epi32(groups.add(h + GROUPS / 2).read_unaligned());
-                    *s = _mm256_add_epi32(*s, L::products(&w, y0, y1));
+                    *s = _mm256_add_epi32(*s, w.products(y0, y1));
                 }
             }
             let d = L::half_scales(block, half);

@@ -1,9 +1,12 @@
+//! Names an answer gets wrong while every word is the documents'.
+//!
 //! A name the answer places itself in that neither the documents nor the question use:
 //! over bind9's `arm/reference.html` the reader wrote "To set up a forwarding zone in
 //! Armada, …" and "…rate limiting in Arm Reference HTML, …", making a product of a
 //! passage's path. The sentence's words were otherwise the passages', so the word checks
 //! kept it. The phrase ("in Armada") is dropped; the rest of the sentence stands or falls
-//! by those checks.
+//! by those checks. And a neighbouring name put in the place of the one the passage
+//! says it of (`swapped_name`).
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -63,6 +66,42 @@ pub fn without_invented_names(answer: &str, read: &str, question: &str) -> (Stri
     (out, removed)
 }
 
+/// The name `sentence` puts where the passage sentence it copies (`rest`) has a
+/// neighbouring one, as (the answer's, the passage's): "max-cache-ttl cannot exceed 90
+/// seconds …" over bind9's "`min-cache-ttl` cannot exceed 90 seconds …". Both are the
+/// documents' names, so no word check caught the swap. Names are words joined by hyphens
+/// or underscores; neighbours share a part and differ.
+pub fn swapped_name(sentence: &str, rest: &str) -> Option<(String, String)> {
+    let (ours, theirs) = (names_of(sentence), names_of(rest));
+    ours.iter().filter(|a| !theirs.contains(*a)).find_map(|a| {
+        let parts: HashSet<&str> = a.split(['-', '_']).collect();
+        theirs
+            .iter()
+            .filter(|b| !ours.contains(*b))
+            .find(|b| b.split(['-', '_']).any(|p| parts.contains(p)))
+            .map(|b| (a.clone(), b.clone()))
+    })
+}
+
+/// The hyphen- or underscore-joined names of a text ("max-cache-ttl", "log_line_prefix"),
+/// lower-cased; a link's target is one ("#namedconf-statement-min-cache-ttl"), a flag's
+/// leading hyphens are not part of it.
+fn names_of(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for word in text.split(|c: char| c.is_whitespace() || "[]()`,;:\"'#<>{}|=".contains(c)) {
+        let word = word
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase();
+        let parts = word
+            .split(['-', '_'])
+            .filter(|p| p.chars().any(char::is_alphabetic));
+        if parts.count() >= 2 && !names.contains(&word) {
+            names.push(word);
+        }
+    }
+    names
+}
+
 /// A text's words, lower-cased.
 fn words_of(text: &str) -> HashSet<String> {
     text.split(|c: char| !c.is_alphanumeric())
@@ -102,6 +141,29 @@ mod tests {
             let (got, removed) = without_invented_names(answer, READ, question);
             assert_eq!(got, want);
             assert_eq!(removed, [name]);
+        }
+    }
+
+    #[test]
+    fn a_neighbouring_option_put_in_the_passages_place_is_a_swap() {
+        let rest = "[`min-cache-ttl`](#namedconf-statement-min-cache-ttl) cannot exceed 90 \
+            seconds and is truncated to 90 seconds if set to a greater value.";
+        assert_eq!(
+            swapped_name("max-cache-ttl cannot exceed 90 seconds.", rest),
+            Some(("max-cache-ttl".into(), "min-cache-ttl".into()))
+        );
+        for (sentence, rest) in [
+            // The passage's own name, however written.
+            ("`min-cache-ttl` cannot exceed 90 seconds.", rest),
+            // Names with no part in common are not neighbours.
+            ("Use the read-only mode.", "Use the write-protected mode."),
+            // A flag's spelling is no name.
+            (
+                "Run git add --patch to pick hunks.",
+                "Run git add -p to pick hunks.",
+            ),
+        ] {
+            assert_eq!(swapped_name(sentence, rest), None, "{sentence}");
         }
     }
 
