@@ -226,13 +226,8 @@ mod x86 {
     ) {
         let mut acc = [_mm256_setzero_ps(); R];
         for (b, block) in tile.iter().enumerate() {
-            let mut sums: [__m256i; R] = std::array::from_fn(|r| {
-                _mm256_set1_epi32(if L::MIN {
-                    0
-                } else {
-                    L::sums_start(&act[r * nb + b])
-                })
-            });
+            let mut sums: [__m256i; R] =
+                std::array::from_fn(|r| _mm256_set1_epi32(L::sums_start(&act[r * nb + b])));
             for h in 0..GROUPS / 2 {
                 let w = L::half_pair(block, h, half);
                 for (r, s) in sums.iter_mut().enumerate() {
