@@ -1081,6 +1081,40 @@ fn follow_ups_carry_the_earlier_subject_and_new_subjects_stand_alone() {
     assert!(r.carried.contains(&"password".to_string()), "{r:?}");
 }
 
+/// Words most documents' titles share ("git-add(1) Manual Page", "git-stash(1) Manual
+/// Page") name no page: a follow-up carries the earlier page's own title words only.
+#[test]
+fn a_follow_up_carries_no_title_words_every_page_shares() {
+    use sextant::protocols::followup::resolve;
+    let docs = tempfile::tempdir().unwrap();
+    for (name, options) in [
+        (
+            "git-stash",
+            "--keep-index keeps the changes already added to the index.",
+        ),
+        (
+            "git-rebase",
+            "--abort restores the original branch and aborts the rebase.",
+        ),
+        ("git-bisect", "bisect replay replays a saved bisect log."),
+    ] {
+        let text = format!(
+            "# {name}(1) Manual Page\n\n## NAME\n\n{name} - a command\n\n## OPTIONS\n\n{options}\n"
+        );
+        std::fs::write(docs.path().join(format!("{name}.md")), text).unwrap();
+    }
+    let kbdir = tempfile::tempdir().unwrap();
+    let (kb, _) = ingest_into(kbdir.path(), &[docs.path().to_path_buf()]);
+    assert_eq!(kb.store().top_heading_share("manual").unwrap(), 1.0);
+    assert!((kb.store().top_heading_share("git-rebase").unwrap() - 1.0 / 3.0).abs() < 1e-9);
+    let earlier = vec!["How do I rebase my branch onto main?".to_string()];
+    let r = resolve(&kb, &earlier, "and if it goes wrong halfway through?").unwrap();
+    assert!(r.carried.contains(&"git-rebase".to_string()), "{r:?}");
+    for shared in ["manual", "page"] {
+        assert!(!r.carried.contains(&shared.to_string()), "{r:?}");
+    }
+}
+
 /// A KB's topic vectors are embedded once and read back from its folder after; other
 /// texts, or a damaged file, are embedded again.
 #[test]

@@ -37,6 +37,9 @@ const QUESTION_OPENINGS: &[&str] = &[
 /// Content words before a pointer that make it point into its own question.
 const SAID_BEFORE_INTERNAL: usize = 3;
 
+/// A title word in at least this share of the documents' titles is not carried.
+const SHARED_TITLE_SHARE: f64 = 0.5;
+
 /// The earlier turn's words carried, at most.
 const CARRIED: usize = 8;
 
@@ -251,7 +254,14 @@ pub fn resolve(kb: &KnowledgeBase, earlier: &[String], question: &str) -> Result
         .into_iter()
         .chain(subject_words(carried_words(previous).unwrap_or_default()))
         .chain(older);
-    for w in subject_words(&title).into_iter().chain(previous_words) {
+    // Words most documents' titles share ("manual page") name none of them.
+    let mut title_words = Vec::new();
+    for w in subject_words(&title) {
+        if kb.store().top_heading_share(&w)? < SHARED_TITLE_SHARE {
+            title_words.push(w);
+        }
+    }
+    for w in title_words.into_iter().chain(previous_words) {
         if carried.len() == CARRIED || asked.contains(&w) || carried.contains(&w) {
             continue;
         }

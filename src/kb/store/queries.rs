@@ -96,6 +96,21 @@ impl Store {
         Ok(stmt.query_row(params![phrase, cap as i64], |r| r.get::<_, i64>(0))? as usize)
     }
 
+    /// The share of documents whose top heading holds `word` (case aside): 1.0 for
+    /// "manual" in git's "git-add(1) Manual Page" titles, which name no one page.
+    pub fn top_heading_share(&self, word: &str) -> Result<f64> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT COUNT(*), COALESCE(SUM(instr(lower(heading), ?1) > 0), 0) FROM sections WHERE ord = 0",
+        )?;
+        let (all, holding): (i64, i64) =
+            stmt.query_row(params![word.to_lowercase()], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(if all == 0 {
+            0.0
+        } else {
+            holding as f64 / all as f64
+        })
+    }
+
     /// Whether any chunk or its headings contain `word` as written (case aside): FTS5 finds the chunks
     /// with its stem, then each is checked for the word itself, since a stem is not a
     /// mention (Porter makes "LFS" the "LF" of line endings).
