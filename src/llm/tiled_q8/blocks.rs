@@ -24,8 +24,8 @@ pub(super) struct TileBlock {
 
 /// One block column of a Q5_0 tile: the 16 rows' scales, then their integers plus 16
 /// (0..31) as `TileBlock` orders bytes: group h in the low nibbles of `low[h]`, group h + 4
-/// in its high nibbles, and each group's fifth bits in `high[g]` (bit 4i + j: row i's
-/// byte j), a mask that adds 16 where set. 384 bytes for what `TileBlock` holds in 576.
+/// in its high nibbles, and each group's fifth bits in `high[g]` (`fifth_bit`), a mask
+/// that adds 16 where set. 384 bytes for what `TileBlock` holds in 576.
 #[derive(Clone)]
 #[repr(C, align(64))]
 pub(super) struct Tile5Block {
@@ -81,9 +81,24 @@ pub(super) fn byte_weight(tb: &TileBlock, i: usize, j: usize) -> i8 {
 
 /// Row `i`'s weight `j` of a Q5_0 tile block: its integer, -16..15.
 pub(super) fn nibble_weight(tb: &Tile5Block, i: usize, j: usize) -> i32 {
-    let (g, at) = (j / 4, i * 4 + j % 4);
-    let high = (tb.high[g] >> at) & 1;
+    let high = (tb.high[j / 4] >> fifth_bit(i, j, super::available())) & 1;
     (low_nibble(&tb.low, i, j) as i32 | (high as i32) << 4) - 16
+}
+
+/// Where row `i`'s weight `j` sits in its group's fifth-bit mask. AVX-512 adds 16 under
+/// a byte mask: bit 4i + j % 4, the byte's place in the group (`byte_mask`). AVX2
+/// (`kernel_avx2::fifth_bits`) broadcasts the mask to four 64-bit lanes and shifts each
+/// lane into place: lane l of half a tile holds rows 2l and 2l + 1 of the half, 8 bytes
+/// B, whose bits sit at 8B + 4 + l in the first half (shifted right by l) and 8B + l in
+/// the second (shifted left by 4 − l). One shift and one `and` then leave 16 or 0 in
+/// every byte, where a byte mask takes a shuffle, a compare and three more.
+pub(super) fn fifth_bit(i: usize, j: usize, byte_mask: bool) -> u32 {
+    if byte_mask {
+        return (i * 4 + j % 4) as u32;
+    }
+    let (half, r) = (i / (TILE / 2), i % (TILE / 2));
+    let (lane, byte) = (r / 2, (r % 2) * 4 + j % 4);
+    (8 * byte + lane + if half == 0 { 4 } else { 0 }) as u32
 }
 
 /// Row `i`'s weight `j` of nibble tiles: the low four bits of its integer.
@@ -181,6 +196,7 @@ pub(super) fn q5_0_tiles(parts: &[QTensor], n: usize, k: usize) -> Result<Vec<Ti
         high: [0; GROUPS],
     };
     let mut blocks = vec![zero; n.div_ceil(TILE) * nb];
+    let byte_mask = super::available();
     let mut row = 0;
     for p in parts {
         let data = p.data()?;
@@ -192,7 +208,7 @@ pub(super) fn q5_0_tiles(parts: &[QTensor], n: usize, k: usize) -> Result<Vec<Ti
                 tb.d[i] = d;
                 for (j, u) in q.iter().enumerate() {
                     set_low_nibble(&mut tb.low, i, j, *u);
-                    tb.high[j / 4] |= ((u >> 4) as u64) << (i * 4 + j % 4);
+                    tb.high[j / 4] |= ((u >> 4) as u64) << fifth_bit(i, j, byte_mask);
                 }
             }
             row += 1;

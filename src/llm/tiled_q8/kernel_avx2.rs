@@ -6,7 +6,9 @@
 //! pairs to a row's 32-bit sum: 64 multiply-adds of a half in five instructions.
 //!
 //! Nibble weights (Q5_0's 0..31, Q4's 0..15) cannot saturate the 16-bit pair sums (2 × 31
-//! × 128 < 2¹⁵). Bytes can (`TileBlock` holds weights plus 128), so the byte tiles are
+//! × 128 < 2¹⁵), and four such sums still fit: two loaded pairs share one `vpmaddwd`. A
+//! Q5_0 tile's fifth bits are laid out for AVX2 at load (`blocks::fifth_bit`), so that
+//! one shift and one `and` make a group's 16s. Bytes can (`TileBlock` holds weights plus 128), so the byte tiles are
 //! multiplied signed, by the sign trick ggml's AVX2 Q8_0 product uses: |w| times the
 //! activation with w's sign.
 
@@ -48,6 +50,12 @@ mod x86 {
     pub(in super::super) trait Products: Copy {
         /// The 8 rows' 32-bit sums of the pair times `y0` and `y1`.
         unsafe fn products(&self, y0: __m256i, y1: __m256i) -> __m256i;
+        /// The same for this pair and the `next`, times `y[0..2]` and `y[2..4]`.
+        #[inline]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn products2(&self, next: &Self, y: [__m256i; 4]) -> __m256i {
+            _mm256_add_epi32(self.products(y[0], y[1]), next.products(y[2], y[3]))
+        }
     }
 
     /// Unsigned bytes of at most 31 (nibble tiles).
@@ -58,6 +66,23 @@ mod x86 {
             let pairs = _mm256_add_epi16(
                 _mm256_maddubs_epi16(self.0, y0),
                 _mm256_maddubs_epi16(self.1, y1),
+            );
+            _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))
+        }
+        /// Four byte products added in 16 bits before one `vpmaddwd`: each is at most
+        /// 2 × 31 × 128, so four stay under 2¹⁵.
+        #[inline]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn products2(&self, next: &Self, y: [__m256i; 4]) -> __m256i {
+            let pairs = _mm256_add_epi16(
+                _mm256_add_epi16(
+                    _mm256_maddubs_epi16(self.0, y[0]),
+                    _mm256_maddubs_epi16(self.1, y[1]),
+                ),
+                _mm256_add_epi16(
+                    _mm256_maddubs_epi16(next.0, y[2]),
+                    _mm256_maddubs_epi16(next.1, y[3]),
+                ),
             );
             _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))
         }
@@ -92,22 +117,19 @@ mod x86 {
         )
     }
 
-    /// 16 in each byte of the half whose bit is set in a Q5_0 group's mask, else 0.
+    /// 16 in each byte of the half whose bit is set in a Q5_0 group's mask, else 0: the
+    /// mask in each 64-bit lane, shifted so that every byte's bit lands on its bit 4
+    /// (`blocks::fifth_bit`).
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn fifth_bits(mask: u64, half: usize) -> __m256i {
-        let bits = (mask >> (32 * half)) as u32 as i32;
-        // Byte j takes the mask's byte j / 8, then keeps only its bit j % 8.
-        let spread = _mm256_set_epi64x(
-            0x0303030303030303,
-            0x0202020202020202,
-            0x0101010101010101,
-            0,
-        );
-        let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(bits), spread);
-        let others = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);
-        let set = _mm256_cmpeq_epi8(_mm256_or_si256(bytes, others), _mm256_set1_epi8(-1));
-        _mm256_and_si256(set, _mm256_set1_epi8(16))
+        let lanes = _mm256_set1_epi64x(mask as i64);
+        let placed = if half == 0 {
+            _mm256_srlv_epi64(lanes, _mm256_setr_epi64x(0, 1, 2, 3))
+        } else {
+            _mm256_sllv_epi64(lanes, _mm256_setr_epi64x(4, 3, 2, 1))
+        };
+        _mm256_and_si256(placed, _mm256_set1_epi8(16))
     }
 
     impl Avx2Layout for Bytes {
@@ -200,27 +222,38 @@ mod x86 {
     ) {
         for (t, tile) in tiles.chunks_exact(nb).enumerate() {
             let mins = mins.map_or(&[][..], |m| &m[t * nb..(t + 1) * nb]);
-            for half in 0..2 {
-                let out = out.add(t * TILE + HALF * half);
-                match act.len() / nb {
-                    4 => run::<L, 4>(tile, mins, nb, act, half, out, stride),
-                    3 => run::<L, 3>(tile, mins, nb, act, half, out, stride),
-                    2 => run::<L, 2>(tile, mins, nb, act, half, out, stride),
-                    _ => run::<L, 1>(tile, mins, nb, act, half, out, stride),
+            let out = out.add(t * TILE);
+            let second = out.add(HALF);
+            match act.len() / nb {
+                4 => {
+                    run::<L, 4, 0>(tile, mins, nb, act, out, stride);
+                    run::<L, 4, 1>(tile, mins, nb, act, second, stride);
+                }
+                3 => {
+                    run::<L, 3, 0>(tile, mins, nb, act, out, stride);
+                    run::<L, 3, 1>(tile, mins, nb, act, second, stride);
+                }
+                2 => {
+                    run::<L, 2, 0>(tile, mins, nb, act, out, stride);
+                    run::<L, 2, 1>(tile, mins, nb, act, second, stride);
+                }
+                _ => {
+                    run::<L, 1, 0>(tile, mins, nb, act, out, stride);
+                    run::<L, 1, 1>(tile, mins, nb, act, second, stride);
                 }
             }
         }
     }
 
-    /// Half a tile against `R` rows: each loaded pair of weight groups serves the R rows.
+    /// Half `PART` of a tile against `R` rows: each loaded pair of weight groups serves
+    /// the R rows.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn run<L: Avx2Layout, const R: usize>(
+    unsafe fn run<L: Avx2Layout, const R: usize, const PART: usize>(
         tile: &[L::Block],
         mins: &[Mins],
         nb: usize,
         act: &[Act],
-        half: usize,
         out: *mut f32,
         stride: usize,
     ) {
@@ -228,18 +261,19 @@ mod x86 {
         for (b, block) in tile.iter().enumerate() {
             let mut sums: [__m256i; R] =
                 std::array::from_fn(|r| _mm256_set1_epi32(L::sums_start(&act[r * nb + b])));
-            for h in 0..GROUPS / 2 {
-                let w = L::half_pair(block, h, half);
+            for h in (0..GROUPS / 2).step_by(2) {
+                let w = L::half_pair(block, h, PART);
+                let next = L::half_pair(block, h + 1, PART);
                 for (r, s) in sums.iter_mut().enumerate() {
                     let groups = act[r * nb + b].qs.as_ptr() as *const i32;
-                    let y0 = _mm256_set1_epi32(groups.add(h).read_unaligned());
-                    let y1 = _mm256_set1_epi32(groups.add(h + GROUPS / 2).read_unaligned());
-                    *s = _mm256_add_epi32(*s, w.products(y0, y1));
+                    let y = |g: usize| _mm256_set1_epi32(groups.add(g).read_unaligned());
+                    let y = [y(h), y(h + GROUPS / 2), y(h + 1), y(h + 1 + GROUPS / 2)];
+                    *s = _mm256_add_epi32(*s, w.products2(&next, y));
                 }
             }
-            let d = L::half_scales(block, half);
+            let d = L::half_scales(block, PART);
             let m = if L::MIN {
-                L::half_mins(block, mins, b, half)
+                L::half_mins(block, mins, b, PART)
             } else {
                 _mm256_setzero_ps()
             };
