@@ -83,6 +83,10 @@ type RowsKernel<B, A> = unsafe fn(&[B], Option<&[Mins]>, usize, &[A], *mut f32, 
 
 /// True where the kernel can run: x86-64 with AVX-512 F/BW/VL and VNNI.
 pub fn available() -> bool {
+    #[cfg(test)]
+    if tests::AVX2_ONLY.with(std::cell::Cell::get) {
+        return false;
+    }
     #[cfg(target_arch = "x86_64")]
     {
         is_x86_feature_detected!("avx512f")
@@ -587,6 +591,23 @@ mod tests {
         assert!(gap <= 1e-3 * scale.max(1.0), "{what}: {gap}");
     }
 
+    thread_local! {
+        /// Set on a test's thread to build and multiply tiles as a CPU with AVX2 but no
+        /// AVX-512 VNNI does (layouts and kernels are chosen on the calling thread).
+        pub(super) static AVX2_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// Runs `check` with the kernels this CPU chooses, and on a VNNI CPU with AVX2 again
+    /// as one without VNNI would: CI's VNNI machines test the AVX2 kernels too.
+    fn on_each_kernel(check: impl Fn(&str)) {
+        check(if available() { "VNNI" } else { "AVX2" });
+        if available() && avx2::available() {
+            AVX2_ONLY.with(|c| c.set(true));
+            check("AVX2");
+            AVX2_ONLY.with(|c| c.set(false));
+        }
+    }
+
     /// A 21-row matrix of `a` over a 16-row one of `b` (37 rows: two whole tiles and a
     /// partial one; width 96: three blocks) as tiles, and candle's dequantization of both.
     fn stacked(a: GgmlDType, b: GgmlDType, seed: usize) -> (TiledQ8, Tensor) {
@@ -605,17 +626,30 @@ mod tests {
 
     #[test]
     fn q5_0_q8_0_and_q4_1_convert_exactly_and_stack_by_rows() {
-        let (tiled, want) = stacked(GgmlDType::Q5_0, GgmlDType::Q8_0, 1);
-        assert!(matches!(tiled.weights, Weights::Bytes(_)));
-        assert_eq!(max_gap(&tiled.dequantize().unwrap(), &want), 0.0);
-        // A matrix all of Q5_0 keeps its 5-bit integers.
-        let (tiled, want) = stacked(GgmlDType::Q5_0, GgmlDType::Q5_0, 6);
-        assert!(matches!(tiled.weights, Weights::Q5_0(_)));
-        assert_eq!(max_gap(&tiled.dequantize().unwrap(), &want), 0.0);
-        // A matrix all of Q4_1 keeps its integers and minimums.
-        let (tiled, want) = stacked(GgmlDType::Q4_1, GgmlDType::Q4_1, 4);
-        assert!(matches!(tiled.weights, Weights::Q4_1(..)));
-        assert!(max_gap(&tiled.dequantize().unwrap(), &want) <= 1e-6);
+        on_each_kernel(|kernel| {
+            let (tiled, want) = stacked(GgmlDType::Q5_0, GgmlDType::Q8_0, 1);
+            assert!(matches!(tiled.weights, Weights::Bytes(_)));
+            assert_eq!(
+                max_gap(&tiled.dequantize().unwrap(), &want),
+                0.0,
+                "{kernel}"
+            );
+            // A matrix all of Q5_0 keeps its 5-bit integers.
+            let (tiled, want) = stacked(GgmlDType::Q5_0, GgmlDType::Q5_0, 6);
+            assert!(matches!(tiled.weights, Weights::Q5_0(_)));
+            assert_eq!(
+                max_gap(&tiled.dequantize().unwrap(), &want),
+                0.0,
+                "{kernel}"
+            );
+            // A matrix all of Q4_1 keeps its integers and minimums.
+            let (tiled, want) = stacked(GgmlDType::Q4_1, GgmlDType::Q4_1, 4);
+            assert!(matches!(tiled.weights, Weights::Q4_1(..)));
+            assert!(
+                max_gap(&tiled.dequantize().unwrap(), &want) <= 1e-6,
+                "{kernel}"
+            );
+        });
     }
 
     /// 64 activation blocks: ties first (scale 1, so each x.5 rounds away from zero),
@@ -736,36 +770,38 @@ mod tests {
             eprintln!("neither AVX-512 VNNI nor AVX2 here: the tile kernels are not exercised");
             return;
         }
-        for (dtype, n, k) in [
-            (GgmlDType::Q8_0, 70, 160),
-            (GgmlDType::Q5_0, 130, 96),
-            (GgmlDType::Q4_1, 16, 64),
-            (GgmlDType::Q4_1, 70, 160),
-        ] {
-            let q = QTensor::quantize(&matrix(n, k, 3), dtype).unwrap();
-            let tiled = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
-            // 1: the one-row kernel; 3, 6, 9: the multi-row kernel with partial groups.
-            for rows in [1, 3, 6, 9] {
-                let x: Vec<f32> = (0..rows * k)
-                    .map(|i| ((i * 31 % 17) as f32 - 8.0) / 4.0)
-                    .collect();
-                let x = Tensor::from_vec(x, (rows, k), &Device::Cpu).unwrap();
-                let got = tiled.forward(&x).unwrap();
-                // Every type here converts exactly: candle's product over the same
-                // blocks (Q4_1 against candle's Q4_1 × Q8_1 kernel).
-                let reference = if exact_from(dtype) {
-                    QTensor::quantize(&matrix(n, k, 3), dtype).unwrap()
-                } else {
-                    let dense = q.dequantize(&Device::Cpu).unwrap();
-                    QTensor::quantize(&dense, GgmlDType::Q8_0).unwrap()
-                };
-                let want = QMatMul::from_qtensor(reference)
-                    .unwrap()
-                    .forward(&x)
-                    .unwrap();
-                assert_near_product(&got, &want, &format!("{dtype:?} rows {rows}"));
+        on_each_kernel(|kernel| {
+            for (dtype, n, k) in [
+                (GgmlDType::Q8_0, 70, 160),
+                (GgmlDType::Q5_0, 130, 96),
+                (GgmlDType::Q4_1, 16, 64),
+                (GgmlDType::Q4_1, 70, 160),
+            ] {
+                let q = QTensor::quantize(&matrix(n, k, 3), dtype).unwrap();
+                let tiled = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
+                // 1: the one-row kernel; 3, 6, 9: the multi-row kernel with partial groups.
+                for rows in [1, 3, 6, 9] {
+                    let x: Vec<f32> = (0..rows * k)
+                        .map(|i| ((i * 31 % 17) as f32 - 8.0) / 4.0)
+                        .collect();
+                    let x = Tensor::from_vec(x, (rows, k), &Device::Cpu).unwrap();
+                    let got = tiled.forward(&x).unwrap();
+                    // Every type here converts exactly: candle's product over the same
+                    // blocks (Q4_1 against candle's Q4_1 × Q8_1 kernel).
+                    let reference = if exact_from(dtype) {
+                        QTensor::quantize(&matrix(n, k, 3), dtype).unwrap()
+                    } else {
+                        let dense = q.dequantize(&Device::Cpu).unwrap();
+                        QTensor::quantize(&dense, GgmlDType::Q8_0).unwrap()
+                    };
+                    let want = QMatMul::from_qtensor(reference)
+                        .unwrap()
+                        .forward(&x)
+                        .unwrap();
+                    assert_near_product(&got, &want, &format!("{kernel}: {dtype:?} rows {rows}"));
+                }
             }
-        }
+        });
     }
     #[test]
     fn q5_0_nibble_tiles_multiply_as_their_byte_conversion_bit_for_bit() {
@@ -773,63 +809,70 @@ mod tests {
             eprintln!("neither AVX-512 VNNI nor AVX2 here: the tile kernels are not exercised");
             return;
         }
-        let (n, k) = (70, 160);
-        let q = QTensor::quantize(&matrix(n, k, 8), GgmlDType::Q5_0).unwrap();
-        let nibbles = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
-        assert!(matches!(nibbles.weights, Weights::Q5_0(_)));
-        let bytes = TiledQ8 {
-            n,
-            k,
-            weights: Weights::Bytes(byte_tiles(std::slice::from_ref(&q), n, k).unwrap()),
-        };
-        for rows in [1, 3, 4, 9] {
-            let x: Vec<f32> = (0..rows * k)
-                .map(|i| ((i * 29 % 23) as f32 - 11.0) / 3.0)
-                .collect();
-            let x = Tensor::from_vec(x, (rows, k), &Device::Cpu).unwrap();
-            let (a, b) = (nibbles.forward(&x).unwrap(), bytes.forward(&x).unwrap());
-            let (a, b) = (
-                a.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
-                b.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
-            );
-            assert_eq!(a, b, "rows {rows}");
-        }
+        on_each_kernel(|kernel| {
+            let (n, k) = (70, 160);
+            let q = QTensor::quantize(&matrix(n, k, 8), GgmlDType::Q5_0).unwrap();
+            let nibbles = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
+            assert!(matches!(nibbles.weights, Weights::Q5_0(_)));
+            let bytes = TiledQ8 {
+                n,
+                k,
+                weights: Weights::Bytes(byte_tiles(std::slice::from_ref(&q), n, k).unwrap()),
+            };
+            for rows in [1, 3, 4, 9] {
+                let x: Vec<f32> = (0..rows * k)
+                    .map(|i| ((i * 29 % 23) as f32 - 11.0) / 3.0)
+                    .collect();
+                let x = Tensor::from_vec(x, (rows, k), &Device::Cpu).unwrap();
+                let (a, b) = (nibbles.forward(&x).unwrap(), bytes.forward(&x).unwrap());
+                let (a, b) = (
+                    a.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+                    b.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+                );
+                assert_eq!(a, b, "{kernel}: rows {rows}");
+            }
+        });
     }
     #[test]
     fn q4_k_is_held_as_its_weights_and_multiplies_within_the_activations_rounding() {
-        let (n, k) = (40, 512);
-        let w = matrix(n, k, 9);
-        let q = QTensor::quantize(&w, GgmlDType::Q4K).unwrap();
-        let tiled = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
-        assert!(matches!(tiled.weights, Weights::Q4K(..)));
-        let exact = q.dequantize(&Device::Cpu).unwrap();
-        assert_eq!(max_gap(&tiled.dequantize().unwrap(), &exact), 0.0);
-        if !runs_here() {
-            eprintln!("neither AVX-512 VNNI nor AVX2 here: the tile kernels are not exercised");
-            return;
-        }
-        let weights = exact.flatten_all().unwrap().to_vec1::<f32>().unwrap();
-        for rows in [1, 5] {
-            let x: Vec<f32> = (0..rows * k)
-                .map(|i| ((i * 31 % 17) as f32 - 8.0) / 4.0)
-                .collect();
-            let got = tiled
-                .forward(&Tensor::from_slice(&x, (rows, k), &Device::Cpu).unwrap())
-                .unwrap()
-                .flatten_all()
-                .unwrap()
-                .to_vec1::<f32>()
-                .unwrap();
-            for r in 0..rows {
-                for c in 0..n {
-                    let terms = (0..k).map(|j| x[r * k + j] * weights[c * k + j]);
-                    let magnitude: f32 = terms.clone().map(f32::abs).sum();
-                    let want: f32 = terms.sum();
-                    // The activation's 8-bit rounding: well under 1 % of the magnitude.
-                    let gap = (got[r * n + c] - want).abs();
-                    assert!(gap <= 0.005 * magnitude, "rows {rows}, {r},{c}: {gap}");
+        on_each_kernel(|kernel| {
+            let (n, k) = (40, 512);
+            let w = matrix(n, k, 9);
+            let q = QTensor::quantize(&w, GgmlDType::Q4K).unwrap();
+            let tiled = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
+            assert!(matches!(tiled.weights, Weights::Q4K(..)));
+            let exact = q.dequantize(&Device::Cpu).unwrap();
+            assert_eq!(max_gap(&tiled.dequantize().unwrap(), &exact), 0.0);
+            if !runs_here() {
+                eprintln!("neither AVX-512 VNNI nor AVX2 here: the tile kernels are not exercised");
+                return;
+            }
+            let weights = exact.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            for rows in [1, 5] {
+                let x: Vec<f32> = (0..rows * k)
+                    .map(|i| ((i * 31 % 17) as f32 - 8.0) / 4.0)
+                    .collect();
+                let got = tiled
+                    .forward(&Tensor::from_slice(&x, (rows, k), &Device::Cpu).unwrap())
+                    .unwrap()
+                    .flatten_all()
+                    .unwrap()
+                    .to_vec1::<f32>()
+                    .unwrap();
+                for r in 0..rows {
+                    for c in 0..n {
+                        let terms = (0..k).map(|j| x[r * k + j] * weights[c * k + j]);
+                        let magnitude: f32 = terms.clone().map(f32::abs).sum();
+                        let want: f32 = terms.sum();
+                        // The activation's 8-bit rounding: well under 1 % of the magnitude.
+                        let gap = (got[r * n + c] - want).abs();
+                        assert!(
+                            gap <= 0.005 * magnitude,
+                            "{kernel}: rows {rows}, {r},{c}: {gap}"
+                        );
+                    }
                 }
             }
-        }
+        });
     }
 }
