@@ -571,6 +571,14 @@ mod tests {
     use candle_core::quantized::QMatMul;
     use candle_core::Module;
 
+    /// `rows` activation rows of width `k`, the products' tests' input.
+    pub(super) fn activation_rows(rows: usize, k: usize) -> Tensor {
+        let x: Vec<f32> = (0..rows * k)
+            .map(|i| ((i * 31 % 17) as f32 - 8.0) / 4.0)
+            .collect();
+        Tensor::from_vec(x, (rows, k), &Device::Cpu).unwrap()
+    }
+
     pub(super) fn matrix(n: usize, k: usize, seed: usize) -> Tensor {
         let w: Vec<f32> = (0..n * k)
             .map(|i| (((i + seed) * 7919 % 1001) as f32 / 500.0 - 1.0) * (1 + i % 5) as f32)
@@ -781,10 +789,7 @@ mod tests {
                 let tiled = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
                 // 1: the one-row kernel; 3, 6, 9: the multi-row kernel with partial groups.
                 for rows in [1, 3, 6, 9] {
-                    let x: Vec<f32> = (0..rows * k)
-                        .map(|i| ((i * 31 % 17) as f32 - 8.0) / 4.0)
-                        .collect();
-                    let x = Tensor::from_vec(x, (rows, k), &Device::Cpu).unwrap();
+                    let x = activation_rows(rows, k);
                     let got = tiled.forward(&x).unwrap();
                     // Every type here converts exactly: candle's product over the same
                     // blocks (Q4_1 against candle's Q4_1 × Q8_1 kernel).

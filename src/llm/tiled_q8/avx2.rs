@@ -213,10 +213,10 @@ mod other {
 #[cfg(test)]
 mod tests {
     use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
-    use candle_core::{Device, Module, Tensor};
+    use candle_core::Module;
 
     use super::super::blocks::word_tiles;
-    use super::super::tests::{assert_near_product, matrix};
+    use super::super::tests::{activation_rows, assert_near_product, matrix};
     use super::super::{TiledQ8, Weights};
     use super::*;
 
@@ -247,10 +247,7 @@ mod tests {
             let tiled = as_words(&q);
             // 1: the one-row path; 3, 6, 9: four rows at a time with partial groups.
             for rows in [1, 3, 6, 9] {
-                let x: Vec<f32> = (0..rows * k)
-                    .map(|i| ((i * 31 % 17) as f32 - 8.0) / 4.0)
-                    .collect();
-                let x = Tensor::from_vec(x, (rows, k), &Device::Cpu).unwrap();
+                let x = activation_rows(rows, k);
                 let got = tiled.forward(&x).unwrap();
                 let want = QMatMul::from_qtensor(QTensor::quantize(&w, GgmlDType::Q8_0).unwrap())
                     .unwrap()
