@@ -8,9 +8,9 @@
 //! Nibble weights (Q5_0's 0..31, Q4's 0..15) cannot saturate the 16-bit pair sums (2 × 31
 //! × 128 < 2¹⁵), and four such sums still fit: two loaded pairs share one `vpmaddwd`. A
 //! Q5_0 tile's fifth bits are laid out for AVX2 at load (`blocks::fifth_bit`), so that
-//! one shift and one `and` make a group's 16s. Bytes can (`TileBlock` holds weights plus 128), so the byte tiles are
-//! multiplied signed, by the sign trick ggml's AVX2 Q8_0 product uses: |w| times the
-//! activation with w's sign.
+//! one shift and one `and` make a group's 16s. Bytes can saturate (`TileBlock` holds
+//! weights plus 128), so the byte tiles are multiplied signed, by the sign trick ggml's
+//! AVX2 Q8_0 product uses: |w| times the activation with w's sign.
 
 #[cfg(target_arch = "x86_64")]
 pub(super) use x86::*;
@@ -223,26 +223,28 @@ mod x86 {
         for (t, tile) in tiles.chunks_exact(nb).enumerate() {
             let mins = mins.map_or(&[][..], |m| &m[t * nb..(t + 1) * nb]);
             let out = out.add(t * TILE);
-            let second = out.add(HALF);
             match act.len() / nb {
-                4 => {
-                    run::<L, 4, 0>(tile, mins, nb, act, out, stride);
-                    run::<L, 4, 1>(tile, mins, nb, act, second, stride);
-                }
-                3 => {
-                    run::<L, 3, 0>(tile, mins, nb, act, out, stride);
-                    run::<L, 3, 1>(tile, mins, nb, act, second, stride);
-                }
-                2 => {
-                    run::<L, 2, 0>(tile, mins, nb, act, out, stride);
-                    run::<L, 2, 1>(tile, mins, nb, act, second, stride);
-                }
-                _ => {
-                    run::<L, 1, 0>(tile, mins, nb, act, out, stride);
-                    run::<L, 1, 1>(tile, mins, nb, act, second, stride);
-                }
+                4 => halves::<L, 4>(tile, mins, nb, act, out, stride),
+                3 => halves::<L, 3>(tile, mins, nb, act, out, stride),
+                2 => halves::<L, 2>(tile, mins, nb, act, out, stride),
+                _ => halves::<L, 1>(tile, mins, nb, act, out, stride),
             }
         }
+    }
+
+    /// Both halves of a tile against `R` rows.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn halves<L: Avx2Layout, const R: usize>(
+        tile: &[L::Block],
+        mins: &[Mins],
+        nb: usize,
+        act: &[Act],
+        out: *mut f32,
+        stride: usize,
+    ) {
+        run::<L, R, 0>(tile, mins, nb, act, out, stride);
+        run::<L, R, 1>(tile, mins, nb, act, out.add(HALF), stride);
     }
 
     /// Half `PART` of a tile against `R` rows: each loaded pair of weight groups serves
