@@ -229,7 +229,10 @@ impl TiledQ8 {
                 }
                 Weights::Q5_0(blocks) => {
                     let tb = &blocks[at];
-                    out.extend((0..QK).map(|j| nibble_weight(tb, i, j) as f32 * tb.d[i]));
+                    let byte_mask = available();
+                    out.extend(
+                        (0..QK).map(|j| nibble_weight(tb, i, j, byte_mask) as f32 * tb.d[i]),
+                    );
                 }
                 Weights::Words(blocks) => {
                     let tb = &blocks[at];

@@ -79,9 +79,10 @@ pub(super) fn byte_weight(tb: &TileBlock, i: usize, j: usize) -> i8 {
     (tb.qs[j / 4][i * 4 + j % 4] ^ 0x80) as i8
 }
 
-/// Row `i`'s weight `j` of a Q5_0 tile block: its integer, -16..15.
-pub(super) fn nibble_weight(tb: &Tile5Block, i: usize, j: usize) -> i32 {
-    let high = (tb.high[j / 4] >> fifth_bit(i, j, super::available())) & 1;
+/// Row `i`'s weight `j` of a Q5_0 tile block: its integer, -16..15 (`byte_mask`: the
+/// fifth bits' layout, `fifth_bit`).
+pub(super) fn nibble_weight(tb: &Tile5Block, i: usize, j: usize, byte_mask: bool) -> i32 {
+    let high = (tb.high[j / 4] >> fifth_bit(i, j, byte_mask)) & 1;
     (low_nibble(&tb.low, i, j) as i32 | (high as i32) << 4) - 16
 }
 
