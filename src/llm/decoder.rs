@@ -23,7 +23,9 @@ use rayon::prelude::*;
 pub use super::config::{Activation, DecoderConfig, RopeStyle, SlidingWindow, Variant};
 use super::positions::{causal_mask, RopeTables};
 use super::token_table::Table;
-use super::weights::{GgufWeights, Linear, WeightReport, WeightSource, PREFILL_F32_BUDGET};
+use super::weights::{
+    GgufWeights, Linear, PromptRows, WeightReport, WeightSource, PREFILL_F32_BUDGET,
+};
 use super::{CausalLm, LoadOptions};
 use crate::models::gguf::GgufFile;
 
@@ -138,7 +140,7 @@ impl Decoder {
             &[output_name.to_string()],
             false,
             opts,
-            false,
+            PromptRows::Last,
             device,
             &mut out_report,
         )?;
@@ -165,7 +167,10 @@ impl Decoder {
                 let mut r = WeightReport::default();
                 let mut lin = |names: &[&str], bias: bool| {
                     let names: Vec<String> = names.iter().map(|n| p(n)).collect();
-                    Linear::load(src, &names, bias, opts, prefill_f32, device, &mut r)
+                    let rows = PromptRows::Every {
+                        f32_copy: prefill_f32,
+                    };
+                    Linear::load(src, &names, bias, opts, rows, device, &mut r)
                 };
                 let (wqkv, w_gate_up) = if cfg.variant.fused {
                     (lin(&["attn_qkv"], bias)?, lin(&["ffn_up"], false)?)

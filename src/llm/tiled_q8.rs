@@ -21,7 +21,9 @@
 //! bytes in registers (`kernel.rs`). A minimum is added as minimum × (activation scale ×
 //! activation sum), as ggml's Q4_1 × Q8_1 and Q4_K × Q8_K products do. A Q5_0 part stacked with other types
 //! is converted to bytes without loss (its integers -16..15 times 8, its scale over 8).
-//! Other types are dequantized and re-quantized to Q8_0 as candle does. Each activation
+//! A Q6_K block's larger half is held exactly, its other half rounded to that step
+//! (`blocks::q6k_block`). Other types are dequantized and re-quantized to Q8_0 as candle
+//! does. Each activation
 //! block is quantized to bytes as ggml quantizes it for that weight type (per 32 values
 //! with an f16 scale, per 256 with an f32 one for Q4_K), so the products are llama.cpp's
 //! up to the order of summation.
@@ -29,13 +31,14 @@
 use anyhow::{bail, Result};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
-use half::f16;
 use rayon::prelude::*;
 
+mod activation;
 mod avx2;
 mod blocks;
 mod kernel;
 mod kernel_avx2;
+use activation::{activation, Act};
 use blocks::{
     byte_tiles, byte_weight, low_nibble, nibble_weight, q4_1_tiles, q4k_tiles, q5_0_tiles,
     word_tiles, word_weight,
@@ -114,6 +117,16 @@ pub fn exact_from(dtype: GgmlDType) -> bool {
         dtype,
         GgmlDType::Q8_0 | GgmlDType::Q5_0 | GgmlDType::Q4_1 | GgmlDType::Q4K
     )
+}
+
+/// Whether a layer of this type that multiplies prompts is held as Q8_0 tiles although
+/// candle has a kernel for it: Q6_K (half of Qwen2.5's `ffn_down`), whose prompts
+/// candle's path dequantizes to f32 for every call (17 MB a layer) before an f32 GEMM.
+/// Not exact: a Q8_0 step (a block's largest weight / 127) is about a quarter of the
+/// Q6_K step it re-rounds, measured against llama.cpp in `tests/reference.rs`
+/// (docs/PERFORMANCE.md).
+pub fn requantized_for_prompts(dtype: GgmlDType) -> bool {
+    dtype == GgmlDType::Q6K
 }
 
 /// How a matrix of these parts' types is held: as nibble tiles when every part is Q4_1,
@@ -436,7 +449,7 @@ enum Pool {
 /// activation, each task its own rows).
 struct Shared<T>(*mut T);
 // SAFETY: only used for disjoint writes while the owning buffer is alive (`gemm_in`,
-// `gemv_in`, `quantize_rows`, `quantize_rows_q8k`).
+// `gemv_in`, `activation::quantize_rows`, `activation::quantize_rows_q8k`).
 unsafe impl<T> Sync for Shared<T> {}
 impl<T> Shared<T> {
     fn at(&self, i: usize) -> *mut T {
@@ -455,432 +468,5 @@ fn on_pool(pool: Pool, n: usize, f: impl Fn(usize) + Sync) {
     }
 }
 
-/// An activation block: bytes, scale, -128 × their sum (see `TileBlock`), and scale ×
-/// sum, rounded to f16 (ggml's Q8_1 `s`, which a Q4_1 block's minimum multiplies) and
-/// not (which a Q4_K block's minimum multiplies, as ggml's Q4_K × Q8_K product takes
-/// the exact sums).
-#[derive(Clone, Copy)]
-struct Act {
-    qs: [i8; QK],
-    d: f32,
-    correction: i32,
-    scaled_sum: f32,
-    scaled_sum_f32: f32,
-}
-
-impl Act {
-    const ZERO: Act = Act {
-        qs: [0; QK],
-        d: 0.0,
-        correction: 0,
-        scaled_sum: 0.0,
-        scaled_sum_f32: 0.0,
-    };
-}
-
-/// `m` rows of width `k` as activation blocks, row after row, quantized as candle's
-/// `BlockQ8_0::from_float` does (scale max|x| / 127 kept as f16, bytes rounded half away
-/// from zero with the unrounded scale) but 32 values at a time (`kernel::quantize`):
-/// candle's loop made a prompt's product spend a sixth of its time quantizing.
-fn quantize_rows(xs: &[f32], m: usize, k: usize, pool: Pool) -> Vec<Act> {
-    let nb = k / QK;
-    let mut act = vec![Act::ZERO; m * nb];
-    let quantize: unsafe fn(&[f32], &mut Act) = if available() {
-        kernel::quantize
-    } else {
-        kernel_avx2::quantize
-    };
-    let acts = Shared(act.as_mut_ptr());
-    let row = |r: usize| {
-        // SAFETY: row r alone writes its `nb` blocks of `act`, which outlives the call.
-        let blocks = unsafe { std::slice::from_raw_parts_mut(acts.at(r * nb), nb) };
-        for (a, x) in blocks.iter_mut().zip(xs[r * k..].chunks_exact(QK)) {
-            // SAFETY: tiles exist, and this runs, only where `runs_here()`: with VNNI, or
-            // else with AVX2.
-            unsafe { quantize(x, a) }
-        }
-    };
-    if m == 1 {
-        // One token while decoding: not worth a parallel call.
-        row(0);
-    } else {
-        // On the pool that runs the products: rayon's threads beside candle's spinning
-        // ones cost a Qwen prompt 5–10 % on 2 cores.
-        on_pool(pool, m, row);
-    }
-    act
-}
-
-/// `m` rows of width `k` as activation blocks for layout `L`.
-fn activation<L: Layout>(xs: &[f32], m: usize, k: usize, pool: Pool) -> Vec<Act> {
-    if L::Q8K {
-        quantize_rows_q8k(xs, m, k, pool)
-    } else {
-        quantize_rows(xs, m, k, pool)
-    }
-}
-
-/// `m` rows of width `k` (a multiple of 256) as activation blocks quantized as ggml's Q8_K
-/// (candle's `BlockQ8K::from_float`): one f32 scale per 256 values, the value of largest
-/// magnitude at -127. What llama.cpp multiplies a Q4_K weight by; Gemma 3's logits moved
-/// by more than the reference test allows with Q8_0's per-32 activation blocks.
-fn quantize_rows_q8k(xs: &[f32], m: usize, k: usize, pool: Pool) -> Vec<Act> {
-    const SUPER: usize = 256;
-    let mut act = vec![Act::ZERO; m * k / QK];
-    let block = |(acts, x): (&mut [Act], &[f32])| {
-        let (mut max, mut amax) = (0f32, 0f32);
-        for &v in x {
-            if amax < v.abs() {
-                amax = v.abs();
-                max = v;
-            }
-        }
-        if amax == 0.0 {
-            return;
-        }
-        let iscale = -127f32 / max;
-        let d = 1.0 / iscale;
-        for (a, x) in acts.iter_mut().zip(x.chunks_exact(QK)) {
-            for (q, v) in a.qs.iter_mut().zip(x) {
-                *q = (iscale * v).round().clamp(-128.0, 127.0) as i8;
-            }
-            let sum: i32 = a.qs.iter().map(|&q| q as i32).sum();
-            a.d = d;
-            a.correction = -128 * sum;
-            a.scaled_sum_f32 = d * sum as f32;
-            a.scaled_sum = f16::from_f32(a.scaled_sum_f32).to_f32();
-        }
-    };
-    let (per, acts) = (SUPER / QK, Shared(act.as_mut_ptr()));
-    let unit = |i: usize| {
-        // SAFETY: unit i alone writes its `per` blocks of `act`, which outlives the call.
-        let acts = unsafe { std::slice::from_raw_parts_mut(acts.at(i * per), per) };
-        block((acts, &xs[i * SUPER..(i + 1) * SUPER]));
-    };
-    let units = m * k / SUPER;
-    if m == 1 {
-        (0..units).for_each(unit);
-    } else {
-        on_pool(pool, units, unit);
-    }
-    act
-}
-
 #[cfg(test)]
-mod tests {
-    use super::blocks::quantize_row;
-    use super::*;
-    use crate::llm::q5_0::q8_blocks;
-    use candle_core::quantized::QMatMul;
-    use candle_core::Module;
-
-    /// `rows` activation rows of width `k`, the products' tests' input.
-    pub(super) fn activation_rows(rows: usize, k: usize) -> Tensor {
-        let x: Vec<f32> = (0..rows * k)
-            .map(|i| ((i * 31 % 17) as f32 - 8.0) / 4.0)
-            .collect();
-        Tensor::from_vec(x, (rows, k), &Device::Cpu).unwrap()
-    }
-
-    pub(super) fn matrix(n: usize, k: usize, seed: usize) -> Tensor {
-        let w: Vec<f32> = (0..n * k)
-            .map(|i| (((i + seed) * 7919 % 1001) as f32 / 500.0 - 1.0) * (1 + i % 5) as f32)
-            .collect();
-        Tensor::from_vec(w, (n, k), &Device::Cpu).unwrap()
-    }
-
-    pub(super) fn max_gap(a: &Tensor, b: &Tensor) -> f32 {
-        let d = (a - b).unwrap().abs().unwrap().flatten_all().unwrap();
-        d.max(0).unwrap().to_scalar::<f32>().unwrap()
-    }
-
-    /// A product within 1e-3 of the reference's largest value (summation order apart).
-    pub(super) fn assert_near_product(got: &Tensor, want: &Tensor, what: &str) {
-        let flat = want.abs().unwrap().flatten_all().unwrap();
-        let scale = flat.max(0).unwrap().to_scalar::<f32>().unwrap();
-        let gap = max_gap(got, want);
-        assert!(gap <= 1e-3 * scale.max(1.0), "{what}: {gap}");
-    }
-
-    thread_local! {
-        /// Set on a test's thread to build and multiply tiles as a CPU with AVX2 but no
-        /// AVX-512 VNNI does (layouts and kernels are chosen on the calling thread).
-        pub(super) static AVX2_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    }
-
-    /// Runs `check` with the kernels this CPU chooses, and on a VNNI CPU with AVX2 again
-    /// as one without VNNI would: CI's VNNI machines test the AVX2 kernels too.
-    fn on_each_kernel(check: impl Fn(&str)) {
-        check(if available() { "VNNI" } else { "AVX2" });
-        if available() && avx2::available() {
-            AVX2_ONLY.with(|c| c.set(true));
-            check("AVX2");
-            AVX2_ONLY.with(|c| c.set(false));
-        }
-    }
-
-    /// A 21-row matrix of `a` over a 16-row one of `b` (37 rows: two whole tiles and a
-    /// partial one; width 96: three blocks) as tiles, and candle's dequantization of both.
-    fn stacked(a: GgmlDType, b: GgmlDType, seed: usize) -> (TiledQ8, Tensor) {
-        let qa = QTensor::quantize(&matrix(21, 96, seed), a).unwrap();
-        let qb = QTensor::quantize(&matrix(16, 96, seed + 1), b).unwrap();
-        let want = Tensor::cat(
-            &[
-                qa.dequantize(&Device::Cpu).unwrap(),
-                qb.dequantize(&Device::Cpu).unwrap(),
-            ],
-            0,
-        )
-        .unwrap();
-        (TiledQ8::from_parts(&[qa, qb]).unwrap(), want)
-    }
-
-    #[test]
-    fn q5_0_q8_0_and_q4_1_convert_exactly_and_stack_by_rows() {
-        on_each_kernel(|kernel| {
-            let (tiled, want) = stacked(GgmlDType::Q5_0, GgmlDType::Q8_0, 1);
-            assert!(matches!(tiled.weights, Weights::Bytes(_)));
-            assert_eq!(
-                max_gap(&tiled.dequantize().unwrap(), &want),
-                0.0,
-                "{kernel}"
-            );
-            // A matrix all of Q5_0 keeps its 5-bit integers.
-            let (tiled, want) = stacked(GgmlDType::Q5_0, GgmlDType::Q5_0, 6);
-            assert!(matches!(tiled.weights, Weights::Q5_0(_)));
-            assert_eq!(
-                max_gap(&tiled.dequantize().unwrap(), &want),
-                0.0,
-                "{kernel}"
-            );
-            // A matrix all of Q4_1 keeps its integers and minimums.
-            let (tiled, want) = stacked(GgmlDType::Q4_1, GgmlDType::Q4_1, 4);
-            assert!(matches!(tiled.weights, Weights::Q4_1(..)));
-            assert!(
-                max_gap(&tiled.dequantize().unwrap(), &want) <= 1e-6,
-                "{kernel}"
-            );
-        });
-    }
-
-    /// 64 activation blocks: ties first (scale 1, so each x.5 rounds away from zero),
-    /// then a block of zeros, then spread values.
-    fn activations_with_ties() -> Vec<f32> {
-        let mut x: Vec<f32> = (0..32 * 64)
-            .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 37.0)
-            .collect();
-        for (j, v) in x[..32].iter_mut().enumerate() {
-            *v = if j == 0 { 127.0 } else { j as f32 - 16.5 };
-        }
-        x[32..64].fill(0.0);
-        x
-    }
-
-    /// Both kernels' activations: VNNI's bytes and AVX2's words.
-    #[test]
-    fn activation_blocks_are_candles_q8_0_bit_for_bit() {
-        let x = activations_with_ties();
-        let blocks = quantize_row(&x);
-        let candles = q8_blocks(&blocks);
-        if runs_here() {
-            for (i, (a, b)) in quantize_rows(&x, 64, 32, Pool::Rayon)
-                .iter()
-                .zip(candles)
-                .enumerate()
-            {
-                assert_eq!(a.qs, b.qs, "block {i}");
-                assert_eq!(a.d, b.d.to_f32(), "block {i}");
-                let sum: i32 = b.qs.iter().map(|&q| q as i32).sum();
-                assert_eq!(a.correction, -128 * sum, "block {i}");
-            }
-        }
-        if avx2::available() {
-            for (i, (a, b)) in avx2::activation(&x, 64, 32).iter().zip(candles).enumerate() {
-                let want: Vec<i16> = b.qs.iter().map(|&q| q as i16).collect();
-                assert_eq!(a.qs.to_vec(), want, "block {i}");
-                assert_eq!(a.d, b.d.to_f32(), "block {i}");
-            }
-        }
-        if !runs_here() {
-            eprintln!("neither AVX-512 VNNI nor AVX2 here: no activation kernel is exercised");
-        }
-    }
-
-    #[test]
-    fn a_row_reads_back_as_candles_dequantization_bit_for_bit() {
-        for dtype in [
-            GgmlDType::Q8_0,
-            GgmlDType::Q5_0,
-            GgmlDType::Q4_1,
-            GgmlDType::Q4K,
-        ] {
-            let (n, k) = (37, 512);
-            let q = QTensor::quantize(&matrix(n, k, 5), dtype).unwrap();
-            let want = q
-                .dequantize(&Device::Cpu)
-                .and_then(|t| t.flatten_all()?.to_vec1::<f32>())
-                .unwrap();
-            let tiled = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
-            // Q8_0 as AVX2's word tiles too (built on any CPU).
-            let words = match &tiled.weights {
-                Weights::Bytes(bytes) => Some(TiledQ8 {
-                    n,
-                    k,
-                    weights: Weights::Words(blocks::word_tiles(bytes)),
-                }),
-                _ => None,
-            };
-            for tiled in std::iter::once(&tiled).chain(&words) {
-                for r in [0, 15, 16, 36] {
-                    let mut row = Vec::new();
-                    tiled.append_row(r, &mut row);
-                    assert_eq!(row, want[r * k..(r + 1) * k], "{dtype:?} row {r}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn a_float_matrix_as_tiles_adds_its_product_to_the_output() {
-        // Byte tiles where VNNI runs, word tiles on AVX2 alone.
-        if !runs_here() {
-            eprintln!("neither AVX-512 VNNI nor AVX2 here: no tile kernel is exercised");
-            return;
-        }
-        let (n, k, m) = (48, 96, 5);
-        let w: Vec<f32> = (0..n * k)
-            .map(|i| ((i * 37 % 23) as f32 - 11.0) / 10.0)
-            .collect();
-        let x: Vec<f32> = (0..m * k)
-            .map(|i| ((i * 13 % 19) as f32 - 9.0) / 5.0)
-            .collect();
-        let tiles = TiledQ8::from_f32(&w, n, k).unwrap();
-        assert_eq!(tiles.outputs(), n);
-        let mut out: Vec<f32> = (0..m * n).map(|i| i as f32).collect();
-        tiles.add_product(&x, m, &mut out);
-        for r in 0..m {
-            for c in 0..n {
-                let terms = (0..k).map(|j| x[r * k + j] * w[c * k + j]);
-                let magnitude: f32 = terms.clone().map(f32::abs).sum();
-                let want = (r * n + c) as f32 + terms.sum::<f32>();
-                let got = out[r * n + c];
-                // Two 8-bit roundings: well under 1 % of the terms' magnitude.
-                assert!(
-                    (got - want).abs() <= 0.005 * magnitude,
-                    "{r},{c}: {got} vs {want}"
-                );
-            }
-        }
-        assert!(TiledQ8::from_f32(&w, n, k + 1).is_err());
-    }
-
-    #[test]
-    fn products_equal_candles_quantized_matmul() {
-        if !runs_here() {
-            // Never built on such a CPU (`Linear::load`); the conversion test still runs.
-            eprintln!("neither AVX-512 VNNI nor AVX2 here: the tile kernels are not exercised");
-            return;
-        }
-        on_each_kernel(|kernel| {
-            for (dtype, n, k) in [
-                (GgmlDType::Q8_0, 70, 160),
-                (GgmlDType::Q5_0, 130, 96),
-                (GgmlDType::Q4_1, 16, 64),
-                (GgmlDType::Q4_1, 70, 160),
-            ] {
-                let q = QTensor::quantize(&matrix(n, k, 3), dtype).unwrap();
-                let tiled = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
-                // 1: the one-row kernel; 3, 6, 9: the multi-row kernel with partial groups.
-                for rows in [1, 3, 6, 9] {
-                    let x = activation_rows(rows, k);
-                    let got = tiled.forward(&x).unwrap();
-                    // Every type here converts exactly: candle's product over the same
-                    // blocks (Q4_1 against candle's Q4_1 × Q8_1 kernel).
-                    let reference = if exact_from(dtype) {
-                        QTensor::quantize(&matrix(n, k, 3), dtype).unwrap()
-                    } else {
-                        let dense = q.dequantize(&Device::Cpu).unwrap();
-                        QTensor::quantize(&dense, GgmlDType::Q8_0).unwrap()
-                    };
-                    let want = QMatMul::from_qtensor(reference)
-                        .unwrap()
-                        .forward(&x)
-                        .unwrap();
-                    assert_near_product(&got, &want, &format!("{kernel}: {dtype:?} rows {rows}"));
-                }
-            }
-        });
-    }
-    #[test]
-    fn q5_0_nibble_tiles_multiply_as_their_byte_conversion_bit_for_bit() {
-        if !runs_here() {
-            eprintln!("neither AVX-512 VNNI nor AVX2 here: the tile kernels are not exercised");
-            return;
-        }
-        on_each_kernel(|kernel| {
-            let (n, k) = (70, 160);
-            let q = QTensor::quantize(&matrix(n, k, 8), GgmlDType::Q5_0).unwrap();
-            let nibbles = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
-            assert!(matches!(nibbles.weights, Weights::Q5_0(_)));
-            let bytes = TiledQ8 {
-                n,
-                k,
-                weights: Weights::Bytes(byte_tiles(std::slice::from_ref(&q), n, k).unwrap()),
-            };
-            for rows in [1, 3, 4, 9] {
-                let x: Vec<f32> = (0..rows * k)
-                    .map(|i| ((i * 29 % 23) as f32 - 11.0) / 3.0)
-                    .collect();
-                let x = Tensor::from_vec(x, (rows, k), &Device::Cpu).unwrap();
-                let (a, b) = (nibbles.forward(&x).unwrap(), bytes.forward(&x).unwrap());
-                let (a, b) = (
-                    a.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
-                    b.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
-                );
-                assert_eq!(a, b, "{kernel}: rows {rows}");
-            }
-        });
-    }
-    #[test]
-    fn q4_k_is_held_as_its_weights_and_multiplies_within_the_activations_rounding() {
-        on_each_kernel(|kernel| {
-            let (n, k) = (40, 512);
-            let w = matrix(n, k, 9);
-            let q = QTensor::quantize(&w, GgmlDType::Q4K).unwrap();
-            let tiled = TiledQ8::from_parts(std::slice::from_ref(&q)).unwrap();
-            assert!(matches!(tiled.weights, Weights::Q4K(..)));
-            let exact = q.dequantize(&Device::Cpu).unwrap();
-            assert_eq!(max_gap(&tiled.dequantize().unwrap(), &exact), 0.0);
-            if !runs_here() {
-                eprintln!("neither AVX-512 VNNI nor AVX2 here: the tile kernels are not exercised");
-                return;
-            }
-            let weights = exact.flatten_all().unwrap().to_vec1::<f32>().unwrap();
-            for rows in [1, 5] {
-                let x: Vec<f32> = (0..rows * k)
-                    .map(|i| ((i * 31 % 17) as f32 - 8.0) / 4.0)
-                    .collect();
-                let got = tiled
-                    .forward(&Tensor::from_slice(&x, (rows, k), &Device::Cpu).unwrap())
-                    .unwrap()
-                    .flatten_all()
-                    .unwrap()
-                    .to_vec1::<f32>()
-                    .unwrap();
-                for r in 0..rows {
-                    for c in 0..n {
-                        let terms = (0..k).map(|j| x[r * k + j] * weights[c * k + j]);
-                        let magnitude: f32 = terms.clone().map(f32::abs).sum();
-                        let want: f32 = terms.sum();
-                        // The activation's 8-bit rounding: well under 1 % of the magnitude.
-                        let gap = (got[r * n + c] - want).abs();
-                        assert!(
-                            gap <= 0.005 * magnitude,
-                            "{kernel}: rows {rows}, {r},{c}: {gap}"
-                        );
-                    }
-                }
-            }
-        });
-    }
-}
+mod tests;

@@ -12,7 +12,8 @@
 //! make a 135M model's prompts several times faster than candle's quantized matmul, but
 //! would cost 2 GB for a 0.5B model, which instead dequantizes each weight for the
 //! duration of one prompt-sized matmul. Tiled layers multiply prompts themselves, faster
-//! than either; those whose type converts exactly (Q5_0, Q8_0, Q4_1) make no copy.
+//! than either; those whose type converts exactly (Q5_0, Q8_0, Q4_1), and Q6_K layers
+//! (held as Q8_0 tiles, each block's larger half exactly), make no copy.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -143,6 +144,16 @@ impl WeightReport {
     }
 }
 
+/// Which of a prompt's rows a layer multiplies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptRows {
+    /// The last row only (the output layer): the decode weights serve it, never a copy.
+    Last,
+    /// Every row; `f32_copy`: an f32 copy serves them where tiles do not (a small model,
+    /// within `PREFILL_F32_BUDGET`).
+    Every { f32_copy: bool },
+}
+
 /// A linear layer: weights for decoding (quantized) and, optionally, an f32 copy for
 /// prompt processing.
 pub struct Linear {
@@ -163,11 +174,18 @@ enum Decode {
 
 /// Whether a layer of these types runs on `tiled_q8`: on CPUs with AVX-512 VNNI or AVX2
 /// (`tiled_q8::runs_here`), every weight the tiles hold exactly (Q8_0, Q5_0, Q4_1, Q4_K: candle's repacked Q4_K tiles
-/// would sit beside the file's blocks) or that would be re-quantized either way (types
-/// candle has no kernel for). Other K-quants and Q4_0 keep candle's kernels: they read
-/// fewer bytes.
+/// would sit beside the file's blocks), that would be re-quantized either way (types
+/// candle has no kernel for), or that multiplies prompts where candle's path would
+/// dequantize it per call (Q6_K: `tiled_q8::requantized_for_prompts`). Other K-quants,
+/// Q4_0, and a Q6_K output layer (one row a step) keep candle's kernels: they read fewer
+/// bytes.
 /// `SEXTANT_TILES=0` turns tiles off, for comparison.
-fn use_tiles(dtypes: &[GgmlDType], opts: &LoadOptions, device: &Device) -> bool {
+fn use_tiles(
+    dtypes: &[GgmlDType],
+    opts: &LoadOptions,
+    device: &Device,
+    prompt_rows: PromptRows,
+) -> bool {
     let off = std::env::var("SEXTANT_TILES").is_ok_and(|v| v == "0");
     if off || !device.is_cpu() || !tiled_q8::runs_here() {
         return false;
@@ -178,7 +196,9 @@ fn use_tiles(dtypes: &[GgmlDType], opts: &LoadOptions, device: &Device) -> bool 
         Some(_) => false,
         None => {
             let mixed = dtypes.iter().any(|d| *d != first);
-            mixed || tiled_q8::exact_from(first) || !has_fast_kernel(first)
+            let prompts = matches!(prompt_rows, PromptRows::Every { .. })
+                && tiled_q8::requantized_for_prompts(first);
+            mixed || tiled_q8::exact_from(first) || prompts || !has_fast_kernel(first)
         }
     }
 }
@@ -234,7 +254,7 @@ impl Linear {
         names: &[String],
         bias: bool,
         opts: &LoadOptions,
-        prefill_f32: bool,
+        prompt_rows: PromptRows,
         device: &Device,
         report: &mut WeightReport,
     ) -> Result<Self> {
@@ -244,8 +264,8 @@ impl Linear {
             .collect::<Result<Vec<_>>>()?;
         let dtype = parts[0].dtype();
         let dtypes: Vec<GgmlDType> = parts.iter().map(|p| p.dtype()).collect();
-        let tiles =
-            parts[0].shape().dims2()?.1.is_multiple_of(32) && use_tiles(&dtypes, opts, device);
+        let tiles = parts[0].shape().dims2()?.1.is_multiple_of(32)
+            && use_tiles(&dtypes, opts, device, prompt_rows);
         let fast_q5_0 = dtype == GgmlDType::Q5_0 && super::avx2_kernels();
         let native = opts.decode_dtype.is_none()
             && device.is_cpu()
@@ -274,7 +294,11 @@ impl Linear {
                 || !dtypes
                     .iter()
                     .any(|t| matches!(t, GgmlDType::Q4_1 | GgmlDType::Q4K)));
-        let copy = !tiles || !exact || opts.prefill_f32 == Some(true);
+        // A type re-quantized for prompts' sake gets no copy either: prompts and
+        // generation then multiply the same weights.
+        let for_prompts = dtypes.iter().all(|&t| tiled_q8::requantized_for_prompts(t));
+        let copy = !tiles || !(exact || for_prompts) || opts.prefill_f32 == Some(true);
+        let prefill_f32 = prompt_rows == PromptRows::Every { f32_copy: true };
         let prefill = if prefill_f32 && copy {
             Some(dense(&parts)?)
         } else {

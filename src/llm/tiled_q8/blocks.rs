@@ -1,4 +1,4 @@
-//! The tile layouts and the conversions into them: GGUF blocks (Q8_0, Q5_0, Q4_1, or any
+//! The tile layouts and the conversions into them: GGUF blocks (Q8_0, Q5_0, Q4_1, Q6_K, or any
 //! type re-quantized as candle does) rearranged so that 16 rows' bytes for one
 //! `vpdpbusd` lie together.
 
@@ -231,7 +231,10 @@ pub(super) fn byte_tiles(parts: &[QTensor], n: usize, k: usize) -> Result<Vec<Ti
     for p in parts {
         let rows = p.shape().dims2()?.0;
         let data = p.data()?;
-        let dense = if matches!(p.dtype(), GgmlDType::Q8_0 | GgmlDType::Q5_0) {
+        let dense = if matches!(
+            p.dtype(),
+            GgmlDType::Q8_0 | GgmlDType::Q5_0 | GgmlDType::Q6K
+        ) {
             None
         } else {
             Some(
@@ -240,12 +243,16 @@ pub(super) fn byte_tiles(parts: &[QTensor], n: usize, k: usize) -> Result<Vec<Ti
                     .to_vec1::<f32>()?,
             )
         };
-        let row_bytes = nb * p.dtype().type_size();
+        let row_bytes = k / p.dtype().block_size() * p.dtype().type_size();
         for r in 0..rows {
             let cells: Vec<(f32, [i8; QK])> = match &dense {
                 Some(w) => q8_blocks(&quantize_row(&w[r * k..][..k]))
                     .iter()
                     .map(|b| (b.d.to_f32(), b.qs))
+                    .collect(),
+                None if p.dtype() == GgmlDType::Q6K => data[r * row_bytes..][..row_bytes]
+                    .chunks(p.dtype().type_size())
+                    .flat_map(q6k_block)
                     .collect(),
                 None => data[r * row_bytes..][..row_bytes]
                     .chunks(p.dtype().type_size())
@@ -380,6 +387,47 @@ pub(super) fn q5_0_integers(b: &[u8]) -> (f32, [u8; QK]) {
         *q = low | (((qh >> j) & 1) as u8) << 4;
     }
     (d, qs)
+}
+
+/// A Q6_K super-block (128 bytes of low nibbles, 64 of high bit pairs, 16 signed
+/// sub-block scales, f16 scale; ggml's `dequantize_row_q6_K`) as eight Q8_0 blocks of
+/// 32. A block's two halves of 16 have their own scales `d × sc`; the block's scale is
+/// the larger one over 4, so that half's integers (-32..31) are held exactly, times 4
+/// (-128..124), and the other half's are rounded to that step (within half of it: as
+/// fine as re-quantizing its floats to Q8_0, and the larger half without loss).
+pub(super) fn q6k_block(b: &[u8]) -> [(f32, [i8; QK]); 8] {
+    let (ql, qh) = (&b[..128], &b[128..192]);
+    let scales: [i8; 16] = std::array::from_fn(|i| b[192 + i] as i8);
+    let d = f16::from_le_bytes([b[208], b[209]]).to_f32();
+    // Element e's integer: e = 128h + 32m + l (h the half, m the quarter, l < 32).
+    let integer = |e: usize| -> i32 {
+        let (h, m, l) = (e / 128, e % 128 / 32, e % 32);
+        let low = ql[64 * h + l + 32 * (m % 2)];
+        let low = if m < 2 { low & 0x0f } else { low >> 4 };
+        let high = (qh[32 * h + l] >> (2 * m)) & 3;
+        (low | high << 4) as i32 - 32
+    };
+    std::array::from_fn(|blk| {
+        // Each weight as an integer times d: its half's scale times its 6-bit integer.
+        let products: [i32; QK] =
+            std::array::from_fn(|j| scales[2 * blk + j / 16] as i32 * integer(QK * blk + j));
+        let (a, b) = (scales[2 * blk] as i32, scales[2 * blk + 1] as i32);
+        let larger = if a.abs() >= b.abs() { a } else { b };
+        if larger == 0 {
+            return (0.0, [0; QK]);
+        }
+        // 4 × product / unit: exact for the larger half, to the nearest step for the
+        // other. With equal and opposite scales one half's -32 would be +128 unless the
+        // unit takes that half's sign; with a -32 in both, one is held as 127.
+        let held = |unit: i32| products.map(|p| (4.0 * p as f64 / unit as f64).round() as i32);
+        let unit = if a == -b && held(larger).iter().any(|&q| q > 127) {
+            -larger
+        } else {
+            larger
+        };
+        let q = held(unit).map(|q| q.clamp(-128, 127) as i8);
+        (d * unit as f32 / 4.0, q)
+    })
 }
 
 /// A Q5_0 block as Q8_0 exactly: integers -16..15 times 8 and the scale over 8.
