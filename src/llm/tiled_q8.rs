@@ -122,9 +122,9 @@ pub fn exact_from(dtype: GgmlDType) -> bool {
 /// Whether a layer of this type that multiplies prompts is held as Q8_0 tiles although
 /// candle has a kernel for it: Q6_K (half of Qwen2.5's `ffn_down`), whose prompts
 /// candle's path dequantizes to f32 for every call (17 MB a layer) before an f32 GEMM.
-/// Not exact: a Q8_0 step (a block's largest weight / 127) is about a quarter of the
-/// Q6_K step it re-rounds, measured against llama.cpp in `tests/reference.rs`
-/// (docs/PERFORMANCE.md).
+/// Not exact: each block's larger half is held as the file has it, the other rounded to
+/// that half's step over 4 (`blocks::q6k_block`); measured against llama.cpp in
+/// `tests/reference.rs` (docs/PERFORMANCE.md).
 pub fn requantized_for_prompts(dtype: GgmlDType) -> bool {
     dtype == GgmlDType::Q6K
 }

@@ -1,5 +1,5 @@
-//! The tile layouts and the conversions into them: GGUF blocks (Q8_0, Q5_0, Q4_1, Q6_K, or any
-//! type re-quantized as candle does) rearranged so that 16 rows' bytes for one
+//! The tile layouts and the conversions into them: GGUF blocks (Q8_0, Q5_0, Q4_1, Q6_K,
+//! or any type re-quantized as candle does) rearranged so that 16 rows' bytes for one
 //! `vpdpbusd` lie together.
 
 use anyhow::Result;
