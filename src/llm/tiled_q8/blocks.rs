@@ -420,13 +420,11 @@ pub(super) fn q6k_block(b: &[u8]) -> [(f32, [i8; QK]); 8] {
         // other. With equal and opposite scales one half's -32 would be +128 unless the
         // unit takes that half's sign; with a -32 in both, one is held as 127.
         let held = |unit: i32| products.map(|p| (4.0 * p as f64 / unit as f64).round() as i32);
-        let unit = if a == -b && held(larger).iter().any(|&q| q > 127) {
-            -larger
-        } else {
-            larger
-        };
-        let q = held(unit).map(|q| q.clamp(-128, 127) as i8);
-        (d * unit as f32 / 4.0, q)
+        let (mut unit, mut q) = (larger, held(larger));
+        if q.iter().any(|&v| v > 127) {
+            (unit, q) = (-larger, held(-larger));
+        }
+        (d * unit as f32 / 4.0, q.map(|v| v.clamp(-128, 127) as i8))
     })
 }
 
