@@ -208,9 +208,9 @@ impl Decoder {
         reports.push(out_report);
         let mut report = WeightReport::merged(reports);
         report.prefill_f32 = layers.iter().any(|l| l.wqkv.has_prefill_copy());
-        let rope = RopeTables::new(&cfg.rope_of(false), cfg.n_ctx, device)?;
+        let rope = RopeTables::new(&cfg.rope_of(false), device)?;
         let rope_local = match &cfg.sliding_window {
-            Some(_) => Some(RopeTables::new(&cfg.rope_of(true), cfg.n_ctx, device)?),
+            Some(_) => Some(RopeTables::new(&cfg.rope_of(true), device)?),
             None => None,
         };
         let mut m = Decoder {

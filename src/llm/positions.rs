@@ -31,16 +31,21 @@ pub struct Rope {
     pub attn_factor: f32,
 }
 
-/// cos and sin of every position's angles, `(n_ctx, n_rot / 2)`.
+/// How cos and sin of a position's angles are made: the per-frequency inverse wavelengths,
+/// with the rows for a forward call's positions computed when it asks (`at`). A table of
+/// every position of the context held 2 × n_ctx × n_rot / 2 floats: 67 MB for Gemma 3's
+/// two sets over 32,768 positions, more than the model's layers, for rows a call computes
+/// in microseconds.
 pub struct RopeTables {
-    cos: Tensor,
-    sin: Tensor,
+    /// `(1, n_rot / 2)`.
+    inv: Tensor,
+    attn_factor: f64,
     style: RopeStyle,
     n_rot: usize,
 }
 
 impl RopeTables {
-    pub fn new(rope: &Rope, n_ctx: usize, device: &Device) -> Result<Self> {
+    pub fn new(rope: &Rope, device: &Device) -> Result<Self> {
         let half = rope.n_rot / 2;
         let inv: Vec<f32> = (0..half)
             .map(|i| {
@@ -51,23 +56,25 @@ impl RopeTables {
                 }
             })
             .collect();
-        let inv = Tensor::from_vec(inv, (1, half), device)?;
-        let t = Tensor::arange(0u32, n_ctx as u32, device)?
-            .to_dtype(DType::F32)?
-            .reshape((n_ctx, 1))?;
-        let angles = t.broadcast_mul(&inv)?;
-        let scale = rope.attn_factor as f64;
         Ok(RopeTables {
-            cos: (angles.cos()? * scale)?,
-            sin: (angles.sin()? * scale)?,
+            inv: Tensor::from_vec(inv, (1, half), device)?,
+            attn_factor: rope.attn_factor as f64,
             style: rope.style,
             n_rot: rope.n_rot,
         })
     }
 
-    /// The tables' rows for positions `pos..pos + seq`.
+    /// cos and sin of positions `pos..pos + seq`, `(seq, n_rot / 2)` each: the same
+    /// operations a whole table's rows were made by, so the same floats.
     pub fn at(&self, pos: usize, seq: usize) -> Result<(Tensor, Tensor)> {
-        Ok((self.cos.narrow(0, pos, seq)?, self.sin.narrow(0, pos, seq)?))
+        let t = Tensor::arange(pos as u32, (pos + seq) as u32, self.inv.device())?
+            .to_dtype(DType::F32)?
+            .reshape((seq, 1))?;
+        let angles = t.broadcast_mul(&self.inv)?;
+        Ok((
+            (angles.cos()? * self.attn_factor)?,
+            (angles.sin()? * self.attn_factor)?,
+        ))
     }
 
     /// Rotates `x` of shape `(1, heads, seq, head_dim)` with rows from [`Self::at`].
@@ -145,14 +152,36 @@ mod tests {
             attn_factor: 2.0,
             ..plain.clone()
         };
-        let a = RopeTables::new(&plain, 8, &Device::Cpu).unwrap();
-        let b = RopeTables::new(&scaled, 8, &Device::Cpu).unwrap();
-        let (sa, sb): (Vec<Vec<f32>>, Vec<Vec<f32>>) =
-            (a.sin.to_vec2().unwrap(), b.sin.to_vec2().unwrap());
+        let a = RopeTables::new(&plain, &Device::Cpu).unwrap();
+        let b = RopeTables::new(&scaled, &Device::Cpu).unwrap();
+        let (sa, sb): (Vec<Vec<f32>>, Vec<Vec<f32>>) = (
+            a.at(0, 8).unwrap().1.to_vec2().unwrap(),
+            b.at(0, 8).unwrap().1.to_vec2().unwrap(),
+        );
         // Position 5, frequency 1: angle 5 / 100, divided by 4 in the factored table.
         assert!((sa[5][1] - (0.05f32).sin()).abs() < 1e-6);
         assert!((sb[5][1] - 2.0 * (0.0125f32).sin()).abs() < 1e-6);
         assert!((sb[5][0] - 2.0 * sa[5][0]).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_calls_rows_are_those_of_the_whole_context_bit_for_bit() {
+        let rope = Rope {
+            style: RopeStyle::Neox,
+            base: 1_000_000.0,
+            n_rot: 64,
+            factors: None,
+            attn_factor: 1.0,
+        };
+        let t = RopeTables::new(&rope, &Device::Cpu).unwrap();
+        let (all_cos, all_sin) = t.at(0, 4096).unwrap();
+        for (pos, seq) in [(0, 1), (17, 128), (4000, 96), (4095, 1)] {
+            let (cos, sin) = t.at(pos, seq).unwrap();
+            assert_eq!(cos.dims(), &[seq, 32]);
+            let rows = |x: &Tensor| -> Vec<Vec<f32>> { x.to_vec2().unwrap() };
+            assert_eq!(rows(&cos), rows(&all_cos.narrow(0, pos, seq).unwrap()));
+            assert_eq!(rows(&sin), rows(&all_sin.narrow(0, pos, seq).unwrap()));
+        }
     }
 
     #[test]
@@ -164,7 +193,7 @@ mod tests {
             factors: None,
             attn_factor: 1.0,
         };
-        let t = RopeTables::new(&rope, 8, &Device::Cpu).unwrap();
+        let t = RopeTables::new(&rope, &Device::Cpu).unwrap();
         let x = Tensor::arange(0f32, 16.0, &Device::Cpu)
             .unwrap()
             .reshape((1, 1, 2, 8))
