@@ -106,6 +106,66 @@ pub fn chunk_spans(tok: &Tokenizer, text: &str, p: ChunkParams) -> Result<Vec<Sp
     Ok(spans)
 }
 
+/// Longest table header (its first line and the separator under it) that a chunk
+/// starting below it repeats: a wide matrix's header would take much of a window.
+const MAX_TABLE_HEADER_BYTES: usize = 400;
+
+/// For a chunk of `text` starting at `start` below the header of a Markdown table: the
+/// start of the row it begins in, and the header lines (first line and separator) to put
+/// before it. A row read without its header is a list of cells nobody can name ("|
+/// remote_apply | • | • | |"): the reader and the embedder are shown what each column
+/// holds. None where the chunk starts outside a table, on its first line, or in code.
+pub fn table_header_above(text: &str, start: usize) -> Option<(usize, String)> {
+    let line_start = |at: usize| text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line_at = |at: usize| {
+        let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+        &text[at..end]
+    };
+    let is_row = |line: &str| line.trim_start().starts_with('|');
+    let is_separator = |line: &str| {
+        let t = line.trim();
+        t.starts_with('|')
+            && t.contains('-')
+            && t.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
+    };
+    let row = line_start(start);
+    if !is_row(line_at(row)) {
+        return None;
+    }
+    if crate::kb::parse::code_fences(text)
+        .iter()
+        .any(|&(a, b)| a < row && row < b)
+    {
+        return None;
+    }
+    // The table's first line: rows upwards until a line that is not one.
+    let mut first = row;
+    let mut lines_above = 0;
+    while first > 0 {
+        let above = line_start(first - 1);
+        if !is_row(line_at(above)) {
+            break;
+        }
+        first = above;
+        lines_above += 1;
+    }
+    if lines_above == 0 {
+        return None;
+    }
+    let header = line_at(first);
+    let separator_start = first + header.len() + 1;
+    let separator = line_at(separator_start);
+    if !is_separator(separator) || is_separator(header) {
+        return None;
+    }
+    let above = if row == separator_start {
+        format!("{header}\n")
+    } else {
+        format!("{header}\n{separator}\n")
+    };
+    (above.len() <= MAX_TABLE_HEADER_BYTES).then_some((row, above))
+}
+
 fn trimmed(text: &str, start: usize, end: usize) -> Span {
     let slice = &text[start..end];
     let lead = slice.len() - slice.trim_start().len();
@@ -179,6 +239,30 @@ pub(crate) mod tests {
             assert!(!cuts_into, "{:?}", &text[s.start..s.end]);
         }
         assert!(spans.iter().any(|s| text[s.start..s.end].contains(code)));
+    }
+
+    #[test]
+    fn a_chunk_below_a_tables_header_repeats_it() {
+        let text = "Modes:\n\n| mode | local | standby |\n| --- | --- | --- |\n| on | • | • |\n| local | • |  |\n\nAfter.";
+        let at = |s: &str| text.find(s).unwrap();
+        // A body row, from its middle: back to the row's start, header and separator.
+        let (row, above) = table_header_above(text, at("• |  |")).unwrap();
+        assert_eq!(row, at("| local | • |"));
+        assert_eq!(above, "| mode | local | standby |\n| --- | --- | --- |\n");
+        // On the separator: the header alone.
+        let (row, above) = table_header_above(text, at("| --- |")).unwrap();
+        assert_eq!(
+            (row, above.as_str()),
+            (at("| --- |"), "| mode | local | standby |\n")
+        );
+        // On the header, before the table, after it: nothing to repeat.
+        for s in ["| mode |", "Modes:", "After."] {
+            assert_eq!(table_header_above(text, at(s)), None, "{s}");
+        }
+        // Rows without a separator under their first line are no table; nor is code.
+        assert_eq!(table_header_above("| a |\n| b |\n| c |", 8), None);
+        let code = "```\n| a |\n| --- |\n| c |\n```";
+        assert_eq!(table_header_above(code, code.find("| c").unwrap()), None);
     }
 
     #[test]

@@ -34,7 +34,8 @@ use super::KnowledgeBase;
 use crate::embed::Embedder;
 
 /// Bump when parsing or chunking changes what is stored for the same file.
-pub const PARSER_VERSION: u32 = 4;
+/// 5: a chunk that starts below a table's header repeats the header.
+pub const PARSER_VERSION: u32 = 5;
 
 /// Bump a kind's own version when only its parser changes: only files of that kind are
 /// read and embedded again (a KB of a million chunks is not re-embedded for a PDF fix).

@@ -8,7 +8,7 @@ use tokenizers::Tokenizer;
 
 use super::{IngestOptions, Prepared, Work};
 use crate::embed::Embedder;
-use crate::kb::chunk::{chunk_spans, ChunkParams};
+use crate::kb::chunk::{chunk_spans, table_header_above, ChunkParams};
 use crate::kb::parse::{self, DocKind, ParsedDoc};
 use crate::kb::store::{embed_text, NewChunk};
 
@@ -32,13 +32,19 @@ pub fn make_chunks(
                 }
                 _ => format!("{}_chunk_{i}", s.anchor),
             };
+            // A chunk below a table's header starts at its row, with the header put
+            // above it (outside `start..end`, which stay a span of the section's text).
+            let (start, text) = match table_header_above(&s.text, span.start) {
+                Some((row, above)) => (row, format!("{above}{}", &s.text[row..span.end])),
+                None => (span.start, s.text[span.start..span.end].to_string()),
+            };
             chunks.push(NewChunk {
                 section: si,
                 chunk_id,
                 page: s.page,
-                start: span.start,
+                start,
                 end: span.end,
-                text: s.text[span.start..span.end].to_string(),
+                text,
             });
         }
     }
@@ -123,5 +129,50 @@ pub(super) fn parse_file(path: &Path, bytes: &[u8], opts: &IngestOptions) -> Res
         Some(iso) => parse::worker::parse_isolated(iso, path, bytes),
         None => std::panic::catch_unwind(|| parse::parse(path, bytes))
             .map_err(|_| anyhow::anyhow!("the parser panicked on this file"))?,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kb::chunk::tests::toy_tokenizer;
+    use crate::kb::parse::Section;
+
+    #[test]
+    fn chunks_inside_a_long_table_start_at_a_row_under_its_header() {
+        let rows: String = (0..40)
+            .map(|i| format!("| mode{i} | yes | no |\n"))
+            .collect();
+        let text = format!("| setting | local | standby |\n| --- | --- | --- |\n{rows}");
+        let doc = ParsedDoc {
+            kind: DocKind::Markdown,
+            title: "t".into(),
+            sections: vec![Section {
+                heading: "Modes".into(),
+                path: vec!["Modes".into()],
+                level: 1,
+                anchor: "modes".into(),
+                page: None,
+                text: text.clone(),
+            }],
+            notes: Vec::new(),
+        };
+        let p = ChunkParams {
+            max_tokens: 60,
+            overlap: 10,
+        };
+        let chunks = make_chunks(&doc, &toy_tokenizer(), p).unwrap();
+        assert!(chunks.len() > 3, "{}", chunks.len());
+        for c in &chunks {
+            assert!(
+                c.text
+                    .starts_with("| setting | local | standby |\n| --- | --- | --- |\n| mode"),
+                "{}",
+                c.text
+            );
+            // The span is the section's text from a row's start; the header is above it.
+            assert!(text[..c.start].is_empty() || text[..c.start].ends_with('\n'));
+            assert!(c.text.ends_with(&text[c.start..c.end]));
+        }
     }
 }
