@@ -21,7 +21,7 @@ use candle_core::{DType, Device, Tensor};
 use rayon::prelude::*;
 
 pub use super::config::{Activation, DecoderConfig, RopeStyle, SlidingWindow, Variant};
-use super::positions::{causal_mask, RopeTables};
+use super::positions::{causal_mask, RopeAngles};
 use super::token_table::Table;
 use super::weights::{
     GgufWeights, Linear, PromptRows, WeightReport, WeightSource, PREFILL_F32_BUDGET,
@@ -71,9 +71,9 @@ pub struct Decoder {
     layers: Vec<Layer>,
     out_norm: Tensor,
     output: Linear,
-    rope: RopeTables,
+    rope: RopeAngles,
     /// The sliding-window layers' tables (gemma3), when their base differs.
-    rope_local: Option<RopeTables>,
+    rope_local: Option<RopeAngles>,
     cache: Vec<KvCache>,
     cache_capacity: usize,
     /// Tokens currently in the cache.
@@ -208,9 +208,9 @@ impl Decoder {
         reports.push(out_report);
         let mut report = WeightReport::merged(reports);
         report.prefill_f32 = layers.iter().any(|l| l.wqkv.has_prefill_copy());
-        let rope = RopeTables::new(&cfg.rope_of(false), device)?;
+        let rope = RopeAngles::new(&cfg.rope_of(false), device)?;
         let rope_local = match &cfg.sliding_window {
-            Some(_) => Some(RopeTables::new(&cfg.rope_of(true), device)?),
+            Some(_) => Some(RopeAngles::new(&cfg.rope_of(true), device)?),
             None => None,
         };
         let mut m = Decoder {

@@ -36,7 +36,7 @@ pub struct Rope {
 /// every position of the context held 2 × n_ctx × n_rot / 2 floats: 67 MB for Gemma 3's
 /// two sets over 32,768 positions, more than the model's layers, for rows a call computes
 /// in microseconds.
-pub struct RopeTables {
+pub struct RopeAngles {
     /// `(1, n_rot / 2)`.
     inv: Tensor,
     attn_factor: f64,
@@ -44,7 +44,7 @@ pub struct RopeTables {
     n_rot: usize,
 }
 
-impl RopeTables {
+impl RopeAngles {
     pub fn new(rope: &Rope, device: &Device) -> Result<Self> {
         let half = rope.n_rot / 2;
         let inv: Vec<f32> = (0..half)
@@ -56,7 +56,7 @@ impl RopeTables {
                 }
             })
             .collect();
-        Ok(RopeTables {
+        Ok(RopeAngles {
             inv: Tensor::from_vec(inv, (1, half), device)?,
             attn_factor: rope.attn_factor as f64,
             style: rope.style,
@@ -152,8 +152,8 @@ mod tests {
             attn_factor: 2.0,
             ..plain.clone()
         };
-        let a = RopeTables::new(&plain, &Device::Cpu).unwrap();
-        let b = RopeTables::new(&scaled, &Device::Cpu).unwrap();
+        let a = RopeAngles::new(&plain, &Device::Cpu).unwrap();
+        let b = RopeAngles::new(&scaled, &Device::Cpu).unwrap();
         let (sa, sb): (Vec<Vec<f32>>, Vec<Vec<f32>>) = (
             a.at(0, 8).unwrap().1.to_vec2().unwrap(),
             b.at(0, 8).unwrap().1.to_vec2().unwrap(),
@@ -173,7 +173,7 @@ mod tests {
             factors: None,
             attn_factor: 1.0,
         };
-        let t = RopeTables::new(&rope, &Device::Cpu).unwrap();
+        let t = RopeAngles::new(&rope, &Device::Cpu).unwrap();
         let (all_cos, all_sin) = t.at(0, 4096).unwrap();
         for (pos, seq) in [(0, 1), (17, 128), (4000, 96), (4095, 1)] {
             let (cos, sin) = t.at(pos, seq).unwrap();
@@ -193,7 +193,7 @@ mod tests {
             factors: None,
             attn_factor: 1.0,
         };
-        let t = RopeTables::new(&rope, &Device::Cpu).unwrap();
+        let t = RopeAngles::new(&rope, &Device::Cpu).unwrap();
         let x = Tensor::arange(0f32, 16.0, &Device::Cpu)
             .unwrap()
             .reshape((1, 1, 2, 8))
