@@ -122,12 +122,6 @@ pub fn table_header_above(text: &str, start: usize) -> Option<(usize, String)> {
         &text[at..end]
     };
     let is_row = |line: &str| line.trim_start().starts_with('|');
-    let is_separator = |line: &str| {
-        let t = line.trim();
-        t.starts_with('|')
-            && t.contains('-')
-            && t.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
-    };
     let row = line_start(start);
     if !is_row(line_at(row)) {
         return None;
@@ -155,7 +149,7 @@ pub fn table_header_above(text: &str, start: usize) -> Option<(usize, String)> {
     let header = line_at(first);
     let separator_start = first + header.len() + 1;
     let separator = line_at(separator_start);
-    if !is_separator(separator) || is_separator(header) {
+    if !crate::kb::parse::is_table_rule(separator) || crate::kb::parse::is_table_rule(header) {
         return None;
     }
     let above = if row == separator_start {

@@ -432,6 +432,12 @@ pub(crate) fn fence_of(line: &str) -> Option<String> {
     (n >= 3 && !t[n..].contains('`')).then(|| "`".repeat(n))
 }
 
+/// A pipe table's header rule, `| --- | :-: |`: structure, not a sentence.
+pub fn is_table_rule(line: &str) -> bool {
+    let l = line.trim();
+    l.starts_with('|') && l.contains('-') && l.chars().all(|c| "|-: ".contains(c))
+}
+
 /// Byte ranges of the fenced code blocks in a section's Markdown, fences included. An
 /// unclosed fence runs to the end.
 pub fn code_fences(text: &str) -> Vec<(usize, usize)> {

@@ -16,7 +16,7 @@ mod pdf;
 pub mod worker;
 
 pub(crate) use blocks::fence_of;
-pub use blocks::{code_fences, followable, visible_text};
+pub use blocks::{code_fences, followable, is_table_rule, visible_text};
 pub(crate) use html::is_admonition_title;
 
 use std::collections::HashMap;

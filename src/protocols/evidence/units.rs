@@ -62,7 +62,7 @@ pub fn units(text: &str) -> Vec<Unit> {
             }
             continue;
         }
-        if is_table_rule(line) {
+        if crate::kb::parse::is_table_rule(line) {
             // The row above the rule is the table's header: column names, which answer
             // nothing on their own and were copied into answers ("| stage | weight |
             // minimum duration |").
@@ -370,12 +370,6 @@ fn is_option_line(line: &str) -> bool {
             .is_some_and(|c| c == '-' || c.is_ascii_alphanumeric())
         && l.chars().count() <= 60
         && !l.ends_with(['.', '!', '?', ':'])
-}
-
-/// A table's header rule, `| --- | :-: |`: structure, not a sentence.
-fn is_table_rule(line: &str) -> bool {
-    let l = line.trim();
-    l.starts_with('|') && l.contains('-') && l.chars().all(|c| "|-: ".contains(c))
 }
 
 /// Longest code block (with its introducing line) kept as one unit.
