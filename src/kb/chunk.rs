@@ -113,8 +113,9 @@ const MAX_TABLE_HEADER_BYTES: usize = 400;
 /// For a chunk of `text` starting at `start` below the header of a Markdown table: the
 /// start of the row it begins in, and the header lines (first line and separator) to put
 /// before it. A row read without its header is a list of cells nobody can name ("|
-/// remote_apply | • | • | |"): the reader and the embedder are shown what each column
-/// holds. None where the chunk starts outside a table, on its first line, or in code.
+/// remote_apply | • | • | |"): the embedder, the keyword index and a citation's reader
+/// are shown what each column holds. None where the chunk starts outside a table, on
+/// its first line, or in code.
 pub fn table_header_above(text: &str, start: usize) -> Option<(usize, String)> {
     let line_start = |at: usize| text[..at].rfind('\n').map_or(0, |i| i + 1);
     let line_at = |at: usize| {

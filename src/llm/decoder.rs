@@ -72,7 +72,7 @@ pub struct Decoder {
     out_norm: Tensor,
     output: Linear,
     rope: RopeAngles,
-    /// The sliding-window layers' tables (gemma3), when their base differs.
+    /// The sliding-window layers' angles (gemma3), when their base differs.
     rope_local: Option<RopeAngles>,
     cache: Vec<KvCache>,
     cache_capacity: usize,
