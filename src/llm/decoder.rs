@@ -1,7 +1,7 @@
 //! The decoder block the model families share: pre-norm attention with grouped-query heads
 //! and RoPE, then a gated MLP. A family (`llama`, `qwen2`, …) is a `DecoderConfig` read
 //! from its GGUF keys plus a `Variant` of the few places families differ (both in
-//! `config`); positions (RoPE tables, masks) are in `positions`.
+//! `config`); positions (RoPE angles, masks) are in `positions`.
 //!
 //! Why our own forward pass instead of candle-transformers' models: decode speed on a
 //! 2-core CPU. This one
@@ -36,7 +36,7 @@ use crate::models::gguf::GgufFile;
 const PROMPT_PIECE: usize = 128;
 
 struct Layer {
-    /// Sees only the sliding window (and uses the local RoPE tables).
+    /// Sees only the sliding window (and uses the local RoPE angles).
     local: bool,
     attn_norm: Tensor,
     /// gemma3's norms of the attention and MLP outputs.
